@@ -1,0 +1,32 @@
+# kgo-broker: build, test, run.
+GO ?= go
+BIN := bin/kgo-broker
+
+.PHONY: build test unit integration fuzz run clean tools
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kgo-broker
+
+run: build
+	./$(BIN)
+
+# All tests: unit tests with the race detector, short fuzz runs, and the
+# integration suite against real Kafka tools, franz-go and kcat.
+test:
+	./scripts/test.sh
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	./scripts/fuzz.sh
+
+integration: build tools
+	$(GO) test -count=1 -timeout 30m -tags integration ./integration/...
+
+# Installs Apache Kafka's tool jars (Maven Central, cached) and kcat.
+tools:
+	./scripts/install-tools.sh
+
+clean:
+	rm -rf bin
