@@ -1,0 +1,236 @@
+package metadatacache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// Batch is one committed batch of the metadata log.
+type Batch struct {
+	BaseOffset   int64
+	LastOffset   int64
+	Epoch        int32
+	AppendTimeMs int64
+	Records      []Record // Records[i] is at offset BaseOffset+i
+}
+
+// ErrOffsetRegression is returned by Apply for a batch that does not come
+// after everything already applied.
+var ErrOffsetRegression = errors.New("metadatacache: batch offset is not after the last applied offset")
+
+// ErrTransaction is wrapped by the errors about misplaced transaction
+// markers (Begin inside a transaction, End or Abort outside one).
+var ErrTransaction = errors.New("metadatacache: invalid metadata transaction marker")
+
+// Config configures a Cache.
+type Config struct {
+	ClusterID string      // copied into every Image
+	Logger    *zap.Logger // nil: no logging
+}
+
+// Cache holds the current metadata Image and builds the next one from each
+// committed batch (Kafka's MetadataLoader + MetadataBatchLoader). Readers
+// call Image() at any time without locks; Apply, LoadSnapshot and the
+// subscriber callbacks run one at a time.
+//
+// The zero Cache is usable and starts from an empty image.
+type Cache struct {
+	cur atomic.Pointer[Image]
+
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced on each publish
+
+	// mu serializes Apply, LoadSnapshot and Subscribe, and guards the fields below.
+	mu struct {
+		sync.Mutex
+		subs       []func(old, new *Image)
+		inTxn      bool
+		preTxn     *Image   // the image before the open transaction
+		pending    *builder // the open transaction's changes, nil if none
+		lastOffset int64    // last offset applied, published or pending
+		started    bool
+	}
+	clusterID string
+	logger    *zap.Logger
+}
+
+// NewCache returns a Cache whose image is empty (offset -1).
+func NewCache(cfg Config) *Cache {
+	c := &Cache{clusterID: cfg.ClusterID, logger: cfg.Logger}
+	c.cur.Store(EmptyImage(cfg.ClusterID))
+	return c
+}
+
+// Image returns the current image. It never returns nil.
+func (c *Cache) Image() *Image {
+	if img := c.cur.Load(); img != nil {
+		return img
+	}
+	return EmptyImage(c.clusterID)
+}
+
+// Subscribe registers fn to be called after each publish, in publish order,
+// with the previous and the new image. fn runs on the goroutine calling
+// Apply/LoadSnapshot and must not call them.
+func (c *Cache) Subscribe(fn func(old, new *Image)) {
+	c.mu.Lock()
+	c.mu.subs = append(c.mu.subs, fn)
+	c.mu.Unlock()
+}
+
+// WaitForOffset waits until the published image includes offset (its
+// Offset is at least offset), or ctx ends.
+func (c *Cache) WaitForOffset(ctx context.Context, offset int64) error {
+	for {
+		c.notifyMu.Lock()
+		if c.notify == nil {
+			c.notify = make(chan struct{})
+		}
+		ch := c.notify
+		img := c.Image()
+		c.notifyMu.Unlock()
+		if img.Offset >= offset {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// publish stores img as current and tells waiters and subscribers. c.mu must be held.
+func (c *Cache) publish(img *Image) {
+	old := c.Image()
+	c.notifyMu.Lock()
+	c.cur.Store(img)
+	if c.notify != nil {
+		close(c.notify)
+		c.notify = nil
+	}
+	c.notifyMu.Unlock()
+	for _, fn := range c.mu.subs {
+		fn(old, img)
+	}
+}
+
+func (c *Cache) log() *zap.Logger {
+	if c.logger == nil {
+		return zap.NewNop()
+	}
+	return c.logger
+}
+
+// Apply replays a committed batch and publishes the resulting image, with
+// Offset = b.LastOffset and Epoch = b.Epoch.
+//
+// Records that cannot be replayed are skipped (as Kafka's loader does);
+// Apply then still publishes and returns the joined *ReplayError values
+// (errors.Is(err, ErrReplay)). Metadata transactions (KIP-868) are
+// honoured: records after a BeginTransactionRecord are published only when
+// the EndTransactionRecord is applied, possibly in a later batch, and are
+// dropped by an AbortTransactionRecord; records before the Begin in the
+// same batch are published first, at the offset before the Begin.
+func (c *Cache) Apply(b Batch) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mu.started {
+		c.mu.lastOffset = c.Image().Offset
+		c.mu.started = true
+	}
+	if b.LastOffset <= c.mu.lastOffset || b.BaseOffset > b.LastOffset {
+		return fmt.Errorf("%w: batch [%d, %d], last applied %d", ErrOffsetRegression, b.BaseOffset, b.LastOffset, c.mu.lastOffset)
+	}
+	c.mu.lastOffset = b.LastOffset
+
+	bld := c.mu.pending
+	if bld == nil {
+		bld = newBuilder(c.Image())
+	}
+	var errs []error
+	fail := func(off int64, r Record, err error) {
+		errs = append(errs, &ReplayError{Offset: off, Record: r, Err: err})
+		c.log().Warn("skipping metadata record that cannot be replayed",
+			zap.Int64("offset", off), zap.String("record", fmt.Sprintf("%T", r)), zap.Error(err))
+	}
+	for i, r := range b.Records {
+		off := b.BaseOffset + int64(i)
+		switch r.(type) {
+		case *BeginTransactionRecord:
+			if c.mu.inTxn {
+				fail(off, r, fmt.Errorf("%w: BeginTransactionRecord while already in a transaction", ErrTransaction))
+				continue
+			}
+			pre := bld.build()
+			if i > 0 {
+				pre.Offset, pre.Epoch, pre.AppendTimeMs = off-1, b.Epoch, b.AppendTimeMs
+				c.publish(pre)
+			}
+			c.mu.preTxn = pre
+			c.mu.inTxn = true
+			bld = newBuilder(pre)
+		case *EndTransactionRecord:
+			if !c.mu.inTxn {
+				fail(off, r, fmt.Errorf("%w: EndTransactionRecord without a BeginTransactionRecord", ErrTransaction))
+				continue
+			}
+			c.mu.inTxn = false
+			c.mu.preTxn = nil
+		case *AbortTransactionRecord:
+			if !c.mu.inTxn {
+				fail(off, r, fmt.Errorf("%w: AbortTransactionRecord without a BeginTransactionRecord", ErrTransaction))
+				continue
+			}
+			bld = newBuilder(c.mu.preTxn)
+			c.mu.inTxn = false
+			c.mu.preTxn = nil
+		default:
+			if err := bld.replay(r); err != nil {
+				fail(off, r, err)
+			}
+		}
+	}
+	if c.mu.inTxn {
+		c.mu.pending = bld
+		return errors.Join(errs...)
+	}
+	c.mu.pending = nil
+	img := bld.build()
+	img.Offset, img.Epoch, img.AppendTimeMs = b.LastOffset, b.Epoch, b.AppendTimeMs
+	c.publish(img)
+	return errors.Join(errs...)
+}
+
+// LoadSnapshot replaces the image with one built from scratch from the
+// records of a snapshot (MetadataLoader loading a snapshot: everything not
+// in the snapshot is gone). b.LastOffset is the last offset the snapshot
+// contains (its end offset minus one) and b.Epoch its epoch; b.BaseOffset
+// is ignored. An open transaction is dropped. Records that cannot be
+// replayed are skipped and reported as with Apply.
+func (c *Cache) LoadSnapshot(b Batch) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.pending, c.mu.inTxn, c.mu.preTxn = nil, false, nil
+	bld := newBuilder(EmptyImage(c.clusterID))
+	var errs []error
+	for i, r := range b.Records {
+		if err := bld.replay(r); err != nil {
+			errs = append(errs, &ReplayError{Offset: int64(i), Record: r, Err: err})
+		}
+	}
+	img := bld.build()
+	img.Offset, img.Epoch, img.AppendTimeMs = b.LastOffset, b.Epoch, b.AppendTimeMs
+	c.mu.lastOffset = b.LastOffset
+	c.mu.started = true
+	c.publish(img)
+	if len(errs) > 0 {
+		c.log().Warn("snapshot records could not be replayed", zap.Int64("snapshotLastOffset", b.LastOffset), zap.Int("count", len(errs)))
+	}
+	return errors.Join(errs...)
+}
