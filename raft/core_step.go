@@ -1,0 +1,381 @@
+package raft
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Step feeds one message into the core.
+func (c *Core) Step(m Message) error {
+	if m.To != c.id && !(m.Type.IsResponse() && c.id < 0) {
+		return fmt.Errorf("raft: message for %d delivered to %d", m.To, c.id)
+	}
+	switch m.Type {
+	case MsgVote:
+		c.handleVote(m)
+	case MsgVoteResp:
+		c.handleVoteResp(m)
+	case MsgBeginQuorumEpoch:
+		c.handleBeginQuorumEpoch(m)
+	case MsgBeginQuorumEpochResp:
+		if c.handleCommonResponse(m) && c.role == RoleLeader && m.Error == errNone {
+			if r := c.replicas[m.From]; r != nil {
+				r.beginAcked = true
+			}
+		}
+	case MsgEndQuorumEpoch:
+		c.handleEndQuorumEpoch(m)
+	case MsgEndQuorumEpochResp:
+		c.handleCommonResponse(m)
+	case MsgFetch:
+		c.handleFetch(m)
+	case MsgFetchResp:
+		c.handleFetchResp(m)
+	default:
+		return fmt.Errorf("raft: unknown message type %d", m.Type)
+	}
+	return c.takeErr()
+}
+
+func (c *Core) isKnownVoter(id int32) bool { return slices.Contains(c.voters, id) }
+
+// handleCommonResponse applies what every response teaches: a newer epoch or a
+// leader for the current epoch. It returns false when the response is stale
+// (older epoch) and must otherwise be ignored.
+func (c *Core) handleCommonResponse(m Message) bool {
+	switch {
+	case m.Epoch > c.epoch:
+		if m.LeaderID >= 0 && m.LeaderID != c.id {
+			c.becomeFollower(m.Epoch, m.LeaderID)
+		} else {
+			c.becomeUnattached(m.Epoch)
+		}
+		return false
+	case m.Epoch < c.epoch:
+		return false
+	}
+	if m.LeaderID >= 0 && m.LeaderID != c.id && c.leader != m.LeaderID {
+		switch c.role {
+		case RoleUnattached, RoleProspective, RoleCandidate:
+			c.becomeFollower(m.Epoch, m.LeaderID)
+			return false
+		case RoleLeader, RoleResigned:
+			c.fail(violation("two leaders in epoch %d: %d and %d (seen by %d)", c.epoch, c.id, m.LeaderID, c.id))
+			return false
+		}
+	}
+	return true
+}
+
+// ---------------------------------------------------------------------------
+// Vote
+
+func (c *Core) logUpToDate(lastEpoch int32, endOffset int64) bool {
+	my := c.epochs.latest()
+	if lastEpoch != my {
+		return lastEpoch > my
+	}
+	return endOffset >= c.leo
+}
+
+func (c *Core) handleVote(m Message) {
+	resp := Message{Type: MsgVoteResp, To: m.From, ID: m.ID, PreVote: m.PreVote}
+	reply := func(granted bool, errCode int16) {
+		resp.Granted = granted
+		resp.Error = errCode
+		resp.Epoch = c.epoch
+		resp.LeaderID = c.leader
+		c.send(resp)
+	}
+	if !c.isVoter || !c.isKnownVoter(m.From) {
+		reply(false, errInconsistentVoterSet)
+		return
+	}
+	if m.Epoch < c.epoch || (m.PreVote && m.Epoch == c.epoch) {
+		reply(false, errNone)
+		return
+	}
+	upToDate := c.logUpToDate(m.LastEpoch, m.LastOffset)
+	if m.PreVote {
+		// A pre-vote never changes our state.
+		granted := upToDate
+		switch c.role {
+		case RoleLeader:
+			granted = false
+		case RoleFollower:
+			// reject while the leader is alive (fetch timer running), unless it resigned
+			if !c.leaderResigned && c.now < c.fetchDeadline {
+				granted = false
+			}
+		}
+		reply(granted, errNone)
+		return
+	}
+	if m.Epoch > c.epoch {
+		c.becomeUnattached(m.Epoch)
+	}
+	granted := false
+	if c.role == RoleUnattached && upToDate && (c.votedID == NoLeader || c.votedID == m.From) {
+		granted = true
+		if c.votedID != m.From {
+			c.setHardState(c.epoch, NoLeader, m.From)
+		}
+		c.resetElectionTimer()
+	}
+	reply(granted, errNone)
+}
+
+func (c *Core) handleVoteResp(m Message) {
+	if !c.handleCommonResponse(m) {
+		return
+	}
+	if m.Error != errNone || c.votes == nil {
+		return
+	}
+	switch {
+	case m.PreVote && c.role == RoleProspective:
+	case !m.PreVote && c.role == RoleCandidate:
+	default:
+		return
+	}
+	if _, seen := c.votes[m.From]; seen || !c.isKnownVoter(m.From) {
+		return
+	}
+	c.votes[m.From] = m.Granted
+	if c.countVotes() < c.majority() {
+		return
+	}
+	if c.role == RoleProspective {
+		c.becomeCandidate()
+	} else {
+		c.becomeLeader()
+	}
+}
+
+// ---------------------------------------------------------------------------
+// BeginQuorumEpoch / EndQuorumEpoch
+
+func (c *Core) handleBeginQuorumEpoch(m Message) {
+	resp := Message{Type: MsgBeginQuorumEpochResp, To: m.From, ID: m.ID}
+	if !c.isKnownVoter(m.LeaderID) || m.LeaderID != m.From {
+		resp.Error, resp.Epoch, resp.LeaderID = errInconsistentVoterSet, c.epoch, c.leader
+		c.send(resp)
+		return
+	}
+	if m.Epoch < c.epoch {
+		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.leader
+		c.send(resp)
+		return
+	}
+	if m.Epoch > c.epoch || c.role != RoleFollower || c.leader != m.LeaderID {
+		if m.Epoch == c.epoch && (c.role == RoleLeader || c.role == RoleResigned) {
+			c.fail(violation("two leaders in epoch %d: %d and %d", m.Epoch, c.id, m.LeaderID))
+			return
+		}
+		c.becomeFollower(m.Epoch, m.LeaderID)
+	}
+	resp.Epoch, resp.LeaderID = c.epoch, c.leader
+	c.send(resp)
+}
+
+func (c *Core) handleEndQuorumEpoch(m Message) {
+	resp := Message{Type: MsgEndQuorumEpochResp, To: m.From, ID: m.ID}
+	if m.Epoch < c.epoch {
+		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.leader
+		c.send(resp)
+		return
+	}
+	if m.Epoch > c.epoch {
+		c.becomeUnattached(m.Epoch)
+	}
+	if c.isVoter && (c.role == RoleFollower && c.leader == m.LeaderID || c.role == RoleUnattached) {
+		// The leader resigned: start an election soon, the preferred successors first.
+		pos := slices.Index(m.PreferredSuccessors, c.id)
+		backoff := int64(0)
+		if pos < 0 {
+			backoff = c.cfg.ElectionBackoffMaxMs
+		} else if pos > 0 {
+			backoff = min(c.cfg.ElectionBackoffMaxMs, c.cfg.RetryBackoffMs<<min(pos, 10))
+		}
+		if c.role == RoleFollower {
+			c.leaderResigned = true
+			c.fetchDeadline = min(c.fetchDeadline, c.now+backoff)
+		} else {
+			c.electionDeadline = min(c.electionDeadline, c.now+backoff)
+		}
+	}
+	resp.Epoch, resp.LeaderID = c.epoch, c.leader
+	c.send(resp)
+}
+
+// ---------------------------------------------------------------------------
+// Fetch (leader side)
+
+func (c *Core) fetchResp(m Message) Message {
+	return Message{Type: MsgFetchResp, To: m.From, ID: m.ID, Epoch: c.epoch, LeaderID: c.leader,
+		HighWatermark: c.hw, ReadFrom: -1}
+}
+
+func (c *Core) handleFetch(m Message) {
+	resp := c.fetchResp(m)
+	if m.LastOffset < 0 || m.LastEpoch < 0 || m.LastEpoch > m.Epoch || m.MaxWaitMs < 0 {
+		resp.Error = errInvalidRequest
+		c.send(resp)
+		return
+	}
+	switch {
+	case m.Epoch < c.epoch:
+		resp.Error = errFencedLeaderEpoch
+	case m.Epoch > c.epoch:
+		resp.Error = errUnknownLeaderEpoch
+	case c.role != RoleLeader:
+		resp.Error = errNotLeaderOrFollower
+	}
+	if resp.Error != errNone {
+		c.send(resp)
+		return
+	}
+	// validateOffsetAndEpoch
+	end := c.epochs.endOffsetFor(m.LastEpoch, c.leo)
+	if end.Offset < m.LastOffset || end.Epoch < m.LastEpoch {
+		d := end
+		resp.Diverging = &d
+		c.send(resp)
+		return
+	}
+	c.updateReplica(m.From, m.LastOffset)
+	c.maybeAdvanceHW()
+	if m.LastOffset >= c.leo && m.MaxWaitMs > 0 {
+		c.parked = append(c.parked, parkedFetch{req: m, deadline: c.now + m.MaxWaitMs, hw: c.hw})
+		return
+	}
+	c.answerFetch(m)
+}
+
+func (c *Core) answerFetch(m Message) {
+	resp := c.fetchResp(m)
+	if m.LastOffset < c.leo {
+		resp.ReadFrom, resp.ReadTo = m.LastOffset, c.leo
+	}
+	c.send(resp)
+}
+
+func (c *Core) updateReplica(id int32, fetchOffset int64) {
+	if id < 0 {
+		return
+	}
+	r := c.replicas[id]
+	if r == nil {
+		r = &replicaState{endOffset: -1, lastFetchMs: -1, lastCaughtUpMs: -1}
+		c.replicas[id] = r
+	}
+	if fetchOffset >= c.leo {
+		r.lastCaughtUpMs = c.now
+	} else if r.lastFetchMs >= 0 && fetchOffset >= r.leaderEndAtLastFetch {
+		r.lastCaughtUpMs = max(r.lastCaughtUpMs, r.lastFetchMs)
+	}
+	r.endOffset = fetchOffset
+	r.lastFetchMs = c.now
+	r.leaderEndAtLastFetch = c.leo
+}
+
+// maybeAdvanceHW moves the leader's high watermark to the offset a majority of
+// voters hold, once that includes a record of the leader's own epoch.
+func (c *Core) maybeAdvanceHW() {
+	if c.role != RoleLeader {
+		return
+	}
+	offs := make([]int64, 0, len(c.voters))
+	for _, v := range c.voters {
+		if v == c.id {
+			offs = append(offs, c.flushed)
+		} else {
+			offs = append(offs, c.replicas[v].endOffset)
+		}
+	}
+	slices.Sort(offs)
+	slices.Reverse(offs)
+	cand := offs[len(c.voters)/2]
+	if cand > c.epochStart && cand > c.hw {
+		c.setHW(cand)
+	}
+}
+
+// onLeaderLogChange runs after the leader appends.
+func (c *Core) onLeaderLogChange() {}
+
+// completeParked answers parked fetches that have data, a new high watermark
+// or an expired wait.
+func (c *Core) completeParked(all bool) {
+	if len(c.parked) == 0 {
+		return
+	}
+	kept := c.parked[:0]
+	for _, p := range c.parked {
+		if all || c.leo > p.req.LastOffset || c.hw != p.hw || c.now >= p.deadline {
+			c.answerFetch(p.req)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	c.parked = kept
+}
+
+// ---------------------------------------------------------------------------
+// Fetch (follower side)
+
+func (c *Core) handleFetchResp(m Message) {
+	if m.ID == 0 || m.ID != c.fetchInflight {
+		return // duplicate, reordered or from an earlier role
+	}
+	c.fetchInflight = 0
+	if !c.handleCommonResponse(m) {
+		return
+	}
+	if c.role != RoleFollower || c.leader != m.From {
+		// discovery answer without a leader, or an error: retry later
+		c.fetchRetryAt = c.now + c.cfg.RetryBackoffMs
+		return
+	}
+	if m.Error != errNone {
+		c.fetchRetryAt = c.now + c.cfg.RetryBackoffMs
+		return
+	}
+	c.fetchDeadline = c.now + c.cfg.FetchTimeoutMs
+	if c.leaderResigned {
+		// a resigned leader does not answer fetches successfully; keep the shortened timer
+	}
+	switch {
+	case m.Diverging != nil:
+		if c.hw >= 0 && m.Diverging.Offset < c.hw {
+			c.fail(violation("leader %d asks %d to truncate to %d below high watermark %d", m.From, c.id, m.Diverging.Offset, c.hw))
+			return
+		}
+		local := c.epochs.endOffsetFor(m.Diverging.Epoch, c.leo)
+		to := local.Offset
+		if local.Epoch == m.Diverging.Epoch {
+			to = min(to, m.Diverging.Offset)
+		}
+		if to < 0 {
+			to = 0
+		}
+		c.truncate(to)
+	case len(m.Entries) > 0:
+		if m.Entries[0].Offset != c.leo {
+			break // stale
+		}
+		for _, e := range m.Entries {
+			if e.Offset != c.leo || e.LastOffset < e.Offset || e.Epoch > c.epoch || e.Epoch < c.epochs.latest() {
+				c.fail(fmt.Errorf("raft: bad batch [%d,%d] epoch %d from leader %d at log end %d", e.Offset, e.LastOffset, e.Epoch, m.From, c.leo))
+				return
+			}
+			c.epochs.assign(e.Epoch, e.Offset)
+			c.leo = e.LastOffset + 1
+			c.entries = append(c.entries, e)
+		}
+	}
+	if m.HighWatermark >= 0 {
+		c.setHW(min(m.HighWatermark, c.leo))
+	}
+	c.sendFetch()
+}

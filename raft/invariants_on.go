@@ -1,0 +1,5 @@
+//go:build invariants
+
+package raft
+
+const invariantsEnabled = true

@@ -1,0 +1,480 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// VoterEndpoint is a voter's CONTROLLER listener address.
+type VoterEndpoint struct {
+	Host string
+	Port int
+}
+
+// Transport sends one KRaft request to a voter and returns its response.
+type Transport interface {
+	Send(ctx context.Context, nodeID int32, req kmsg.Request) (kmsg.Response, error)
+}
+
+// Listener receives committed batches in offset order (control batches are
+// skipped) and leader changes. Calls to one listener come from one goroutine.
+type Listener interface {
+	HandleCommit(b Batch)
+	HandleLeaderChange(le LeaderAndEpoch)
+}
+
+// Config configures a Node.
+type Config struct {
+	NodeID    int32
+	Voters    map[int32]VoterEndpoint // controller.quorum.voters
+	ClusterID string
+	// MetadataLogDir holds the partition dir __cluster_metadata-0.
+	MetadataLogDir string
+	FS             vfs.FS           // default vfs.Default
+	Now            func() time.Time // default time.Now
+	Rand           *rand.Rand       // default seeded from Now
+	// ElectionTimeout: controller.quorum.election.timeout.ms (1s).
+	ElectionTimeout time.Duration
+	// FetchTimeout: controller.quorum.fetch.timeout.ms (2s).
+	FetchTimeout time.Duration
+	// RequestTimeout: controller.quorum.request.timeout.ms (2s).
+	RequestTimeout time.Duration
+	// FetchMaxWait is the long-poll wait of follower fetches (500ms).
+	FetchMaxWait time.Duration
+	// TickInterval is how often the core's timers are checked (10ms).
+	TickInterval time.Duration
+	Logger       *zap.Logger
+	Transport    Transport // needed with more than one voter
+	// Log overrides the metadata log (tests); default: the log in the partition dir.
+	Log LogStore
+}
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("raft: node closed")
+
+// NotLeaderError is ErrNotLeader with a hint of the current leader.
+type NotLeaderError struct{ Leader LeaderAndEpoch }
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("raft: not the leader (leader %d, epoch %d)", e.Leader.LeaderID, e.Leader.Epoch)
+}
+
+// Unwrap makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
+
+// Node runs a Core over the metadata log, the quorum-state file and a Transport.
+type Node struct {
+	cfg    Config
+	log    *zap.Logger
+	voters []int32
+	qs     quorumStateStore
+
+	// mu guards everything below and serialises the core with its I/O.
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled on HW, leader or closed changes
+	core     *Core
+	store    LogStore
+	started  bool
+	closed   bool
+	failed   error
+	hw       int64
+	le       LeaderAndEpoch
+	epochSt  int64 // epoch start offset when leader, else -1
+	waiters  map[uint64]chan Message
+	nextIn   uint64
+	appends  []appendWaiter
+	lsn      []*listenerState
+	inflight sync.WaitGroup
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type appendWaiter struct {
+	last  int64
+	epoch int32
+	ch    chan error
+}
+
+// NewNode validates cfg and opens nothing yet; Start opens the log.
+func NewNode(cfg Config) (*Node, error) {
+	if len(cfg.Voters) == 0 {
+		return nil, errors.New("raft: no voters")
+	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.Default
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewSource(cfg.Now().UnixNano()))
+	}
+	if cfg.ElectionTimeout <= 0 {
+		cfg.ElectionTimeout = time.Second
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 2 * time.Second
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 2 * time.Second
+	}
+	if cfg.FetchMaxWait <= 0 {
+		cfg.FetchMaxWait = 500 * time.Millisecond
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = 10 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.MetadataLogDir == "" && cfg.Log == nil {
+		return nil, errors.New("raft: no MetadataLogDir")
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With(zap.String("topic", "__cluster_metadata"), zap.Int32("partition", 0)),
+		waiters: map[uint64]chan Message{}, hw: -1, epochSt: -1,
+		le: LeaderAndEpoch{LeaderID: NoLeader}, stop: make(chan struct{}), done: make(chan struct{})}
+	for id := range cfg.Voters {
+		n.voters = append(n.voters, id)
+	}
+	slices.Sort(n.voters)
+	if len(n.voters) > 1 && cfg.Transport == nil {
+		return nil, errors.New("raft: a Transport is needed with more than one voter")
+	}
+	n.qs = quorumStateStore{fs: cfg.FS, path: partitionDir(cfg.MetadataLogDir) + "/" + QuorumStateFile, voters: n.voters}
+	n.cond = sync.NewCond(&n.mu)
+	return n, nil
+}
+
+func (n *Node) nowMs() int64 { return n.cfg.Now().UnixMilli() }
+
+// Start opens the log and the quorum state, starts the core (a sole voter
+// elects itself here) and the timer loop.
+func (n *Node) Start() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.started {
+		return errors.New("raft: already started")
+	}
+	store := n.cfg.Log
+	if store == nil {
+		if err := n.cfg.FS.MkdirAll(partitionDir(n.cfg.MetadataLogDir), 0o755); err != nil {
+			return err
+		}
+		fl, err := openFileLog(n.cfg.FS, partitionDir(n.cfg.MetadataLogDir))
+		if err != nil {
+			return err
+		}
+		store = fl
+	}
+	hs, _, err := n.qs.read()
+	if err != nil {
+		return err
+	}
+	epochs, err := scanEpochs(store)
+	if err != nil {
+		return err
+	}
+	core, err := NewCore(CoreConfig{
+		ID: n.cfg.NodeID, Voters: n.voters,
+		ElectionTimeoutMs: n.cfg.ElectionTimeout.Milliseconds(),
+		FetchTimeoutMs:    n.cfg.FetchTimeout.Milliseconds(),
+		RequestTimeoutMs:  n.cfg.RequestTimeout.Milliseconds(),
+		FetchMaxWaitMs:    n.cfg.FetchMaxWait.Milliseconds(),
+		Rand:              n.cfg.Rand,
+		State:             hs, LogEnd: store.LogEndOffset(), Epochs: epochs, NowMs: n.nowMs(),
+	})
+	if err != nil {
+		return err
+	}
+	n.store, n.core, n.started = store, core, true
+	n.log.Info("raft starting", zap.Int32("node", n.cfg.NodeID), zap.Int32("epoch", hs.LeaderEpoch),
+		zap.Int64("logEndOffset", store.LogEndOffset()))
+	if err := n.processReadyLocked(); err != nil {
+		return err
+	}
+	go n.run()
+	return nil
+}
+
+func (n *Node) run() {
+	defer close(n.done)
+	t := time.NewTicker(n.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			n.mu.Lock()
+			if !n.closed && n.failed == nil {
+				n.fail(n.core.Tick(n.nowMs()))
+				n.fail(n.processReadyLocked())
+			}
+			n.mu.Unlock()
+		}
+	}
+}
+
+// fail records a fatal error (I/O, invariant); n.mu must be held.
+func (n *Node) fail(err error) {
+	if err == nil || n.failed != nil {
+		return
+	}
+	n.failed = err
+	n.log.Error("raft failed", zap.Error(err))
+	for _, a := range n.appends {
+		a.ch <- err
+	}
+	n.appends = nil
+	n.cond.Broadcast()
+}
+
+// processReadyLocked carries out the core's Ready: persist, truncate, append,
+// flush, send, advance. n.mu must be held.
+func (n *Node) processReadyLocked() error {
+	for n.core.HasReady() {
+		rd := n.core.Ready()
+		if rd.HardState != nil {
+			if err := n.qs.write(*rd.HardState); err != nil {
+				return fmt.Errorf("raft: writing quorum-state: %w", err)
+			}
+		}
+		if rd.TruncateTo >= 0 {
+			n.log.Info("truncating metadata log", zap.Int64("offset", rd.TruncateTo))
+			if err := n.store.Truncate(rd.TruncateTo); err != nil {
+				return err
+			}
+		}
+		if len(rd.Entries) > 0 {
+			var buf []byte
+			for _, e := range rd.Entries {
+				if e.Raw != nil {
+					buf = append(buf, e.Raw...)
+				} else {
+					buf = append(buf, EncodeEntry(e)...)
+				}
+			}
+			if err := n.store.Append(buf); err != nil {
+				return err
+			}
+		}
+		if len(rd.Entries) > 0 || rd.TruncateTo >= 0 {
+			if err := n.store.Flush(); err != nil {
+				return err
+			}
+		}
+		for _, m := range rd.Messages {
+			if err := n.dispatchLocked(m); err != nil {
+				return err
+			}
+		}
+		if rd.LeaderChange != nil {
+			n.le = *rd.LeaderChange
+			n.log.Info("raft leader change", zap.Int32("leader", n.le.LeaderID), zap.Int32("epoch", n.le.Epoch))
+			n.cond.Broadcast()
+		}
+		if err := n.core.Advance(rd); err != nil {
+			return err
+		}
+		st := n.core.Status()
+		n.epochSt = st.EpochStartOffset
+		if hw := n.core.HighWatermark(); hw != n.hw {
+			n.hw = hw
+			n.cond.Broadcast()
+		}
+		n.resolveAppendsLocked()
+	}
+	return nil
+}
+
+func (n *Node) resolveAppendsLocked() {
+	kept := n.appends[:0]
+	for _, a := range n.appends {
+		switch {
+		case n.hw > a.last:
+			a.ch <- nil
+		case n.le.Epoch != a.epoch || n.le.LeaderID != n.cfg.NodeID:
+			a.ch <- &NotLeaderError{Leader: n.le}
+		default:
+			kept = append(kept, a)
+		}
+	}
+	n.appends = kept
+}
+
+// dispatchLocked delivers one outgoing message: responses to local waiters
+// (HandleRequest), requests to the transport. n.mu must be held.
+func (n *Node) dispatchLocked(m Message) error {
+	if m.Type == MsgFetchResp && m.ReadFrom >= 0 && m.ReadTo > m.ReadFrom {
+		b, err := n.store.Read(m.ReadFrom, m.ReadTo, maxFetchBytes)
+		if err != nil {
+			return err
+		}
+		m.Entries = []Entry{{Raw: b}}
+	}
+	if m.Type.IsResponse() {
+		if ch, ok := n.waiters[m.ID]; ok {
+			delete(n.waiters, m.ID)
+			ch <- m
+		}
+		return nil
+	}
+	if n.cfg.Transport == nil {
+		return nil
+	}
+	req := n.toKmsgRequest(m)
+	n.inflight.Add(1)
+	go func() {
+		defer n.inflight.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout+n.cfg.FetchMaxWait)
+		defer cancel()
+		resp, err := n.cfg.Transport.Send(ctx, m.To, req)
+		if err != nil {
+			n.log.Debug("raft request failed", zap.Stringer("type", m.Type), zap.Int32("to", m.To), zap.Error(err))
+			return
+		}
+		in, err := n.fromKmsgResponse(m, resp)
+		if err != nil {
+			n.log.Warn("raft bad response", zap.Stringer("type", m.Type), zap.Int32("from", m.To), zap.Error(err))
+			return
+		}
+		n.stepLocked(in)
+	}()
+	return nil
+}
+
+const maxFetchBytes = 8 << 20
+
+// stepLocked takes n.mu and feeds m to the core.
+func (n *Node) stepLocked(m Message) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || n.failed != nil {
+		return
+	}
+	n.fail(n.core.Step(m))
+	n.fail(n.processReadyLocked())
+}
+
+// Append appends records as one batch of the leader's epoch and waits until
+// it is committed (the high watermark passed it). It returns the batch's last
+// offset. A NotLeaderError (errors.Is ErrNotLeader) names the current leader;
+// when leadership is lost before commit the batch may still commit later.
+func (n *Node) Append(ctx context.Context, records [][]byte) (int64, error) {
+	n.mu.Lock()
+	if err := n.usableLocked(); err != nil {
+		n.mu.Unlock()
+		return -1, err
+	}
+	_, last, err := n.core.Propose(records)
+	if errors.Is(err, ErrNotLeader) {
+		le := n.core.LeaderAndEpoch()
+		n.mu.Unlock()
+		return -1, &NotLeaderError{Leader: le}
+	}
+	if err != nil {
+		n.mu.Unlock()
+		return -1, err
+	}
+	ch := make(chan error, 1)
+	n.appends = append(n.appends, appendWaiter{last: last, epoch: n.core.Epoch(), ch: ch})
+	n.fail(n.processReadyLocked())
+	n.mu.Unlock()
+	select {
+	case err := <-ch:
+		if err != nil {
+			return -1, err
+		}
+		return last, nil
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+}
+
+func (n *Node) usableLocked() error {
+	switch {
+	case n.closed:
+		return ErrClosed
+	case n.failed != nil:
+		return n.failed
+	case !n.started:
+		return errors.New("raft: not started")
+	}
+	return nil
+}
+
+// LeaderAndEpoch returns the current leader (-1 unknown) and epoch.
+func (n *Node) LeaderAndEpoch() LeaderAndEpoch {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.core == nil {
+		return LeaderAndEpoch{LeaderID: NoLeader}
+	}
+	return n.core.LeaderAndEpoch()
+}
+
+// HighWatermark returns the high watermark (-1 unknown).
+func (n *Node) HighWatermark() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.hw
+}
+
+// Status returns the core's status (role, epoch, offsets, replicas when leader).
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.core == nil {
+		return Status{ID: n.cfg.NodeID, LeaderID: NoLeader, VotedID: NoLeader, HighWatermark: -1}
+	}
+	return n.core.Status()
+}
+
+// Close resigns leadership (EndQuorumEpoch, best effort), stops the timers and
+// listeners and closes the log.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	if n.started && n.failed == nil {
+		n.fail(n.core.Resign())
+		n.fail(n.processReadyLocked())
+	}
+	n.closed = true
+	for _, a := range n.appends {
+		a.ch <- ErrClosed
+	}
+	n.appends = nil
+	for id, ch := range n.waiters {
+		delete(n.waiters, id)
+		close(ch)
+	}
+	n.cond.Broadcast()
+	started := n.started
+	n.mu.Unlock()
+	if !started {
+		return nil
+	}
+	close(n.stop)
+	<-n.done
+	n.inflight.Wait()
+	for _, l := range n.listeners() {
+		<-l.done
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.store.Close()
+}

@@ -1,0 +1,228 @@
+package raft
+
+import "fmt"
+
+// Role is the KRaft election state of a replica (QuorumState's EpochState).
+type Role uint8
+
+const (
+	// RoleUnattached: epoch known, leader unknown; may have voted (Kafka's Unattached/Voted).
+	RoleUnattached Role = iota
+	// RoleProspective: KIP-996 pre-vote in progress; the epoch is not bumped yet.
+	RoleProspective
+	// RoleCandidate: bumped the epoch, voted for itself, asks for votes.
+	RoleCandidate
+	// RoleLeader: won the epoch; appends and serves Fetch.
+	RoleLeader
+	// RoleFollower: knows the leader of its epoch and fetches from it.
+	RoleFollower
+	// RoleResigned: was leader of its epoch and gave it up (shutdown, check-quorum, restart).
+	RoleResigned
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleUnattached:
+		return "Unattached"
+	case RoleProspective:
+		return "Prospective"
+	case RoleCandidate:
+		return "Candidate"
+	case RoleLeader:
+		return "Leader"
+	case RoleFollower:
+		return "Follower"
+	case RoleResigned:
+		return "Resigned"
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// NoLeader is Kafka's sentinel for "no leader / no vote" (-1).
+const NoLeader int32 = -1
+
+// LeaderAndEpoch is what listeners and clients see of the quorum.
+type LeaderAndEpoch struct {
+	LeaderID int32 // -1 when unknown
+	Epoch    int32
+}
+
+// HardState is the part of the quorum state that must be durable before the
+// replica acts on it (the quorum-state file).
+type HardState struct {
+	LeaderEpoch int32
+	LeaderID    int32 // -1 when unknown
+	VotedID     int32 // -1 when no vote in LeaderEpoch
+}
+
+// EpochStart is one leader-epoch-checkpoint entry: the first offset of an epoch.
+type EpochStart struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// OffsetAndEpoch names a point in the log as "end offset of epoch".
+type OffsetAndEpoch struct {
+	Offset int64
+	Epoch  int32
+}
+
+// Entry is one raft batch: every offset in [Offset, LastOffset] written with
+// PartitionLeaderEpoch = Epoch. The core only looks at offsets and epochs.
+type Entry struct {
+	Offset       int64
+	LastOffset   int64
+	Epoch        int32
+	AppendTimeMs int64
+	// Control marks a control batch; ControlType is the key type of its one record.
+	Control     bool
+	ControlType int16
+	// Records are the record values (for a control batch, the encoded control value).
+	Records [][]byte
+	// Raw is the encoded batch when it came off the wire or the log (opaque to the core).
+	Raw []byte
+}
+
+// MsgType names the KRaft RPC a Message stands for.
+type MsgType uint8
+
+const (
+	MsgVote MsgType = iota + 1
+	MsgVoteResp
+	MsgBeginQuorumEpoch
+	MsgBeginQuorumEpochResp
+	MsgEndQuorumEpoch
+	MsgEndQuorumEpochResp
+	MsgFetch
+	MsgFetchResp
+)
+
+var msgTypeNames = map[MsgType]string{
+	MsgVote: "Vote", MsgVoteResp: "VoteResp",
+	MsgBeginQuorumEpoch: "BeginQuorumEpoch", MsgBeginQuorumEpochResp: "BeginQuorumEpochResp",
+	MsgEndQuorumEpoch: "EndQuorumEpoch", MsgEndQuorumEpochResp: "EndQuorumEpochResp",
+	MsgFetch: "Fetch", MsgFetchResp: "FetchResp",
+}
+
+func (t MsgType) String() string {
+	if s, ok := msgTypeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("MsgType(%d)", uint8(t))
+}
+
+// IsResponse reports whether t is a response type.
+func (t MsgType) IsResponse() bool {
+	switch t {
+	case MsgVoteResp, MsgBeginQuorumEpochResp, MsgEndQuorumEpochResp, MsgFetchResp:
+		return true
+	}
+	return false
+}
+
+// Message is one KRaft request or response as the core sees it. It is a flat
+// struct (like etcd's raftpb.Message): which fields matter depends on Type.
+//
+//	Vote:             Epoch (candidate epoch), PreVote, LastEpoch/LastOffset (candidate log end)
+//	VoteResp:         Epoch/LeaderID (responder's view), Granted, PreVote, Error
+//	BeginQuorumEpoch: Epoch, LeaderID
+//	EndQuorumEpoch:   Epoch, LeaderID, PreferredSuccessors
+//	Fetch:            Epoch (current leader epoch), LastOffset (fetch offset),
+//	                  LastEpoch (last fetched epoch), MaxWaitMs
+//	FetchResp:        Epoch/LeaderID, Error, HighWatermark, Diverging, Entries;
+//	                  a leader's outgoing FetchResp has ReadFrom/ReadTo set and the
+//	                  environment fills Entries from its log before delivery.
+type Message struct {
+	Type MsgType
+	From int32
+	To   int32
+	// ID matches a response to its request: the sender of a request picks it and
+	// the response echoes it. The core ignores responses it is not waiting for.
+	ID uint64
+
+	Epoch    int32
+	LeaderID int32
+	Error    int16
+
+	PreVote    bool
+	Granted    bool
+	LastEpoch  int32
+	LastOffset int64
+
+	PreferredSuccessors []int32
+
+	MaxWaitMs     int64
+	HighWatermark int64
+	Diverging     *OffsetAndEpoch
+	ReadFrom      int64 // -1: no records
+	ReadTo        int64 // exclusive
+	Entries       []Entry
+}
+
+func (m Message) String() string {
+	s := fmt.Sprintf("%s %d->%d epoch=%d", m.Type, m.From, m.To, m.Epoch)
+	switch m.Type {
+	case MsgVote:
+		s += fmt.Sprintf(" pre=%v last=%d@%d", m.PreVote, m.LastOffset, m.LastEpoch)
+	case MsgVoteResp:
+		s += fmt.Sprintf(" leader=%d pre=%v granted=%v", m.LeaderID, m.PreVote, m.Granted)
+	case MsgBeginQuorumEpoch, MsgEndQuorumEpoch:
+		s += fmt.Sprintf(" leader=%d", m.LeaderID)
+	case MsgFetch:
+		s += fmt.Sprintf(" offset=%d lastEpoch=%d", m.LastOffset, m.LastEpoch)
+	case MsgFetchResp:
+		s += fmt.Sprintf(" leader=%d hw=%d", m.LeaderID, m.HighWatermark)
+		if m.Diverging != nil {
+			s += fmt.Sprintf(" diverging=%d@%d", m.Diverging.Offset, m.Diverging.Epoch)
+		}
+		if len(m.Entries) > 0 {
+			s += fmt.Sprintf(" entries=[%d,%d]", m.Entries[0].Offset, m.Entries[len(m.Entries)-1].LastOffset)
+		}
+	}
+	if m.Error != 0 {
+		s += fmt.Sprintf(" err=%d", m.Error)
+	}
+	return s
+}
+
+// Ready is what the core asks its environment to do, in this order:
+//  1. persist HardState (when non-nil) durably,
+//  2. truncate the log to TruncateTo (when >= 0), then append Entries and flush,
+//  3. send Messages (fill FetchResp records from the log first),
+//  4. call Advance(rd).
+//
+// HighWatermark and LeaderChange are informational (deliver committed entries,
+// notify listeners); they never require durability.
+type Ready struct {
+	HardState     *HardState
+	TruncateTo    int64 // -1: none
+	Entries       []Entry
+	Messages      []Message
+	HighWatermark int64 // current high watermark (-1 unknown)
+	HWChanged     bool
+	LeaderChange  *LeaderAndEpoch
+	logEnd        int64
+}
+
+// ReplicaStatus is the leader's view of one replica (DescribeQuorum).
+type ReplicaStatus struct {
+	ReplicaID             int32
+	LogEndOffset          int64 // -1 unknown
+	LastFetchTimestamp    int64 // -1 unknown
+	LastCaughtUpTimestamp int64 // -1 unknown
+}
+
+// Status is a snapshot of the core's state.
+type Status struct {
+	ID               int32
+	Role             Role
+	Epoch            int32
+	LeaderID         int32
+	VotedID          int32
+	HighWatermark    int64
+	LogEndOffset     int64
+	LastEpoch        int32
+	EpochStartOffset int64 // leader only: offset of its LeaderChange record
+	Voters           []ReplicaStatus
+	Observers        []ReplicaStatus
+}
