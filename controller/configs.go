@@ -1,0 +1,419 @@
+package controller
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+)
+
+// IncrementalAlterConfigs (44) v0-1 and AlterConfigs (33) v0-2 for TOPIC and
+// BROKER resources, as ControllerApis and ConfigurationControlManager answer
+// them: each resource succeeds or fails whole; its changes become
+// ConfigRecords (a nil value deletes). A BROKER resource named "" is the
+// cluster-wide default. Changes to BROKER resources are written even when
+// the value is unchanged (KAFKA-14136: brokers reload on the record).
+
+// Incremental ops (AlterConfigOp.OpType).
+const (
+	opSet      = 0
+	opDelete   = 1
+	opAppend   = 2
+	opSubtract = 3
+)
+
+var opNames = [...]string{"SET", "DELETE", "APPEND", "SUBTRACT"}
+
+type configChange struct {
+	op    int8
+	value *string
+}
+
+func resourceTypeName(t int8) string {
+	switch t {
+	case resourceTopic:
+		return "TOPIC"
+	case resourceBroker:
+		return "BROKER"
+	case 8:
+		return "BROKER_LOGGER"
+	case 16:
+		return "CLIENT_METRICS"
+	case 32:
+		return "GROUP"
+	}
+	return "UNKNOWN"
+}
+
+func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	add := func(typ kmsg.ConfigResourceType, name string, e *apiError) {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = typ, name, e.code(), e.message()
+		resp.Resources = append(resp.Resources, rr)
+	}
+	type resChanges struct {
+		res     configResource
+		changes map[string]configChange
+		order   []string
+	}
+	var (
+		list []*resChanges
+		byID = make(map[configResource]*resChanges)
+		dups = make(map[configResource]bool)
+	)
+	for _, r := range req.Resources {
+		typ := int8(r.ResourceType)
+		switch typ {
+		case resourceTopic, resourceBroker:
+		case 8, 16, 32:
+			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Unexpected resource type %s.", resourceTypeName(typ)))
+			continue
+		default:
+			add(r.ResourceType, r.ResourceName, newAPIError(kerr.UnsupportedVersion, "Unknown resource type %d.", typ))
+			continue
+		}
+		res := configResource{typ, r.ResourceName}
+		if dups[res] {
+			continue
+		}
+		if byID[res] != nil {
+			dups[res] = true
+			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Duplicate resource."))
+			continue
+		}
+		rc := &resChanges{res: res, changes: make(map[string]configChange)}
+		for _, cfg := range r.Configs {
+			if _, ok := rc.changes[cfg.Name]; !ok {
+				rc.order = append(rc.order, cfg.Name)
+			}
+			rc.changes[cfg.Name] = configChange{op: int8(cfg.Op), value: cfg.Value}
+		}
+		byID[res] = rc
+		list = append(list, rc)
+	}
+	var (
+		recs    []metadatacache.Record
+		results = make([]*apiError, 0, len(list))
+	)
+	var kept []*resChanges
+	for _, rc := range list {
+		if !dups[rc.res] {
+			kept = append(kept, rc)
+		}
+	}
+	c.view(func(s *state) {
+		for _, rc := range kept {
+			rrecs, e := c.incrementalAlterResource(s, rc.res, rc.changes, rc.order)
+			results = append(results, e)
+			if e == nil {
+				recs = append(recs, rrecs...)
+			}
+		}
+	})
+	if len(recs) > maxRecordsPerUserOp {
+		for i := range results {
+			results[i] = errBatchTooLarge
+		}
+		recs = nil
+	}
+	if !req.ValidateOnly && len(recs) > 0 {
+		if _, err := c.write(ctx, recs); err != nil {
+			for i := range results {
+				results[i] = defaultAPIError(kerr.NotController)
+			}
+		}
+	}
+	for i, rc := range kept {
+		add(kmsg.ConfigResourceType(rc.res.typ), rc.res.name, results[i])
+	}
+	return resp
+}
+
+// incrementalAlterResource is incrementalAlterConfigResource. stateMu is held.
+func (c *Controller) incrementalAlterResource(s *state, res configResource, changes map[string]configChange, order []string) ([]metadatacache.Record, *apiError) {
+	cur := s.configs[res]
+	var recs []metadatacache.Record
+	for _, key := range order {
+		ch := changes[key]
+		old, had := cur[key]
+		var oldp *string
+		if had {
+			oldp = &old
+		}
+		newp := oldp
+		switch ch.op {
+		case opSet:
+			newp = ch.value
+		case opDelete:
+			newp = nil
+		case opAppend, opSubtract:
+			isList, def := false, (*string)(nil)
+			if c.cfg.ListConfig != nil {
+				isList, def = c.cfg.ListConfig(res.typ, key)
+			}
+			if !isList {
+				return nil, newAPIError(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opNames[ch.op], key)
+			}
+			base := oldp
+			if base == nil {
+				base = def
+			}
+			parts := splitParts(base)
+			var vals []string
+			if ch.value != nil {
+				vals = strings.Split(*ch.value, ",")
+			}
+			if ch.op == opAppend {
+				for _, v := range vals {
+					if !containsString(parts, v) {
+						parts = append(parts, v)
+					}
+				}
+			} else {
+				for _, v := range vals {
+					parts = removeString(parts, v)
+				}
+			}
+			newp = strp(strings.Join(parts, ","))
+		default:
+			return nil, newAPIError(kerr.InvalidRequest, "Unknown config operation %d for key %s.", ch.op, key)
+		}
+		if !equalStrPtr(oldp, newp) || res.typ == resourceBroker {
+			recs = append(recs, configRecord(res.typ, res.name, key, newp))
+		}
+	}
+	if e := c.validateConfigChange(s, res, recs); e != nil {
+		return nil, e
+	}
+	return recs, nil
+}
+
+// validateConfigChange is ConfigurationControlManager.validateAlterConfig:
+// the generic validator, then the resource must exist.
+func (c *Controller) validateConfigChange(s *state, res configResource, recs []metadatacache.Record) *apiError {
+	switch res.typ {
+	case resourceTopic:
+		if res.name == "" {
+			return newAPIError(kerr.InvalidRequest, "Default topic resources are not allowed.")
+		}
+		if msg := validateTopicName(res.name); msg != "" {
+			return newAPIError(kerr.InvalidTopicException, "%s", msg)
+		}
+		for _, r := range recs {
+			cr := r.(*metadatacache.ConfigRecord)
+			if cr.Value == nil || c.cfg.ValidateTopicConfig == nil {
+				continue
+			}
+			if err := c.cfg.ValidateTopicConfig(cr.Name, *cr.Value); err != nil {
+				return newAPIError(kerr.InvalidConfig, "%s", err.Error())
+			}
+		}
+		if _, ok := s.topicsByName[res.name]; !ok {
+			return newAPIError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.name)
+		}
+	case resourceBroker:
+		if res.name == "" {
+			return c.validateBrokerConfigs(recs)
+		}
+		id, err := strconv.ParseInt(res.name, 10, 32)
+		if err != nil {
+			return newAPIError(kerr.InvalidRequest, "Unable to parse broker name as a base 10 number.")
+		}
+		if id < 0 {
+			return newAPIError(kerr.InvalidRequest, "Invalid negative broker ID.")
+		}
+		if e := c.validateBrokerConfigs(recs); e != nil {
+			return e
+		}
+		if _, ok := s.brokers[int32(id)]; !ok && int32(id) != c.cfg.NodeID {
+			return newAPIError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) validateBrokerConfigs(recs []metadatacache.Record) *apiError {
+	if c.cfg.ValidateBrokerConfig == nil {
+		return nil
+	}
+	for _, r := range recs {
+		cr := r.(*metadatacache.ConfigRecord)
+		if cr.Value == nil {
+			continue
+		}
+		if err := c.cfg.ValidateBrokerConfig(cr.Name, *cr.Value); err != nil {
+			return newAPIError(kerr.InvalidConfig, "%s", err.Error())
+		}
+	}
+	return nil
+}
+
+func (c *Controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	add := func(typ kmsg.ConfigResourceType, name string, e *apiError) {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = typ, name, e.code(), e.message()
+		resp.Resources = append(resp.Resources, rr)
+	}
+	type resConfigs struct {
+		res     configResource
+		configs map[string]*string
+		order   []string
+	}
+	var (
+		list []*resConfigs
+		byID = make(map[configResource]*resConfigs)
+		dups = make(map[configResource]bool)
+	)
+	for _, r := range req.Resources {
+		typ := int8(r.ResourceType)
+		switch typ {
+		case resourceTopic, resourceBroker:
+		case 8, 16, 32:
+			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Unexpected resource type %s.", resourceTypeName(typ)))
+			continue
+		default:
+			add(r.ResourceType, r.ResourceName, newAPIError(kerr.UnsupportedVersion, "Unknown resource type %d.", typ))
+			continue
+		}
+		res := configResource{typ, r.ResourceName}
+		if dups[res] {
+			continue
+		}
+		if byID[res] != nil {
+			dups[res] = true
+			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Duplicate resource."))
+			continue
+		}
+		rc := &resConfigs{res: res, configs: make(map[string]*string)}
+		for _, cfg := range r.Configs {
+			if _, ok := rc.configs[cfg.Name]; !ok {
+				rc.order = append(rc.order, cfg.Name)
+			}
+			rc.configs[cfg.Name] = cfg.Value
+		}
+		byID[res] = rc
+		list = append(list, rc)
+	}
+	var (
+		kept    []*resConfigs
+		recs    []metadatacache.Record
+		results []*apiError
+	)
+	for _, rc := range list {
+		if !dups[rc.res] {
+			kept = append(kept, rc)
+		}
+	}
+	c.view(func(s *state) {
+		for _, rc := range kept {
+			rrecs, e := c.legacyAlterResource(s, rc.res, rc.configs, rc.order)
+			results = append(results, e)
+			if e == nil {
+				recs = append(recs, rrecs...)
+			}
+		}
+	})
+	if len(recs) > maxRecordsPerUserOp {
+		for i := range results {
+			results[i] = errBatchTooLarge
+		}
+		recs = nil
+	}
+	if !req.ValidateOnly && len(recs) > 0 {
+		if _, err := c.write(ctx, recs); err != nil {
+			for i := range results {
+				results[i] = defaultAPIError(kerr.NotController)
+			}
+		}
+	}
+	for i, rc := range kept {
+		add(kmsg.ConfigResourceType(rc.res.typ), rc.res.name, results[i])
+	}
+	return resp
+}
+
+// legacyAlterResource is legacyAlterConfigResource: the resource's configs
+// become exactly the given ones. stateMu is held.
+func (c *Controller) legacyAlterResource(s *state, res configResource, configs map[string]*string, order []string) ([]metadatacache.Record, *apiError) {
+	cur := s.configs[res]
+	var recs []metadatacache.Record
+	var nulls []string
+	for _, key := range order {
+		v := configs[key]
+		if v == nil && res.typ == resourceTopic {
+			nulls = append(nulls, key)
+		}
+		old, had := cur[key]
+		var oldp *string
+		if had {
+			oldp = &old
+		}
+		if !equalStrPtr(oldp, v) || res.typ == resourceBroker {
+			recs = append(recs, configRecord(res.typ, res.name, key, v))
+		}
+	}
+	if len(nulls) > 0 {
+		return nil, newAPIError(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
+	}
+	var removed []string
+	for key := range cur {
+		if _, ok := configs[key]; !ok {
+			removed = append(removed, key)
+		}
+	}
+	sort.Strings(removed)
+	if e := c.validateConfigChange(s, res, recs); e != nil {
+		return nil, e
+	}
+	for _, key := range removed {
+		recs = append(recs, configRecord(res.typ, res.name, key, nil))
+	}
+	return recs, nil
+}
+
+func splitParts(v *string) []string {
+	if v == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(*v, ",") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func containsString(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func removeString(xs []string, x string) []string {
+	out := xs[:0]
+	for _, y := range xs {
+		if y != x {
+			out = append(out, y)
+		}
+	}
+	return out
+}
+
+func equalStrPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+

@@ -1,0 +1,575 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/raft"
+)
+
+// Raft is the part of *raft.Node the controller uses.
+type Raft interface {
+	// Append appends records as one atomic batch and returns the offset of
+	// the last one once it is committed; raft.ErrNotLeader if this node does
+	// not lead.
+	Append(ctx context.Context, records [][]byte) (lastOffset int64, err error)
+	// Register adds a listener for committed batches and leader changes.
+	Register(l raft.Listener)
+	LeaderAndEpoch() raft.LeaderAndEpoch
+	// HandleRequest answers raft RPCs, DescribeQuorum among them.
+	HandleRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// TopicConfigEntry is one entry of a CreateTopics response's Configs.
+type TopicConfigEntry struct {
+	Name        string
+	Value       *string
+	ReadOnly    bool
+	Source      int8 // DescribeConfigs ConfigSource: 1 DYNAMIC_TOPIC_CONFIG, 4 STATIC_BROKER_CONFIG, 5 DEFAULT_CONFIG, ...
+	IsSensitive bool
+}
+
+// Config configures a Controller.
+type Config struct {
+	// NodeID is node.id.
+	NodeID int32
+	// ClusterID, when set, must match BrokerRegistration's ClusterId.
+	ClusterID string
+	Raft      Raft
+	// Now is the clock (time.Now when nil).
+	Now    func() time.Time
+	Logger *zap.Logger
+
+	// NumPartitions is num.partitions (1 when zero).
+	NumPartitions int32
+	// DefaultReplicationFactor is default.replication.factor (1 when zero).
+	DefaultReplicationFactor int16
+	// SessionTimeout is broker.session.timeout.ms (9s when zero).
+	SessionTimeout time.Duration
+	// MaxIdleInterval is metadata.max.idle.interval.ms, the NoOpRecord period
+	// (500ms when zero; negative disables NoOpRecords).
+	MaxIdleInterval time.Duration
+	// DeleteTopicDisable is delete.topic.enable=false.
+	DeleteTopicDisable bool
+
+	// ValidateTopicConfig checks one topic config (name, value); its error
+	// text becomes the INVALID_CONFIG message. Nil accepts everything.
+	ValidateTopicConfig func(name, value string) error
+	// ValidateBrokerConfig checks one broker config; nil accepts everything.
+	ValidateBrokerConfig func(name, value string) error
+	// TopicConfigs returns the effective configs of a topic with the given
+	// overrides (CreateTopics v5+ Configs). Nil: only the overrides, as
+	// DYNAMIC_TOPIC_CONFIG.
+	TopicConfigs func(overrides map[string]string) []TopicConfigEntry
+	// ListConfig reports whether a config is a LIST (for APPEND/SUBTRACT)
+	// and its default; nil: no config is a list.
+	ListConfig func(resourceType int8, name string) (isList bool, defaultValue *string)
+
+	// BootstrapFeatures are written as FeatureLevelRecords on an empty log
+	// (DefaultBootstrapFeatures when nil). metadata.version must be among them.
+	BootstrapFeatures []Feature
+
+	// Rand seeds replica placement and topic ids (random when nil). Tests only.
+	Rand *rand.Rand
+}
+
+// Controller is the active KRaft controller (see the package doc).
+type Controller struct {
+	cfg Config
+	log *zap.Logger
+
+	// mu serializes decisions. It is held from reading the state through the
+	// raft append until the appended batch is replayed. Lock order: mu, then
+	// stateMu.
+	mu struct {
+		sync.Mutex
+		rnd *rand.Rand
+		// activeEpoch is the raft epoch this controller activated in (-1: not active).
+		activeEpoch int32
+		// nextWriteOffset is the offset the next appended batch starts at.
+		nextWriteOffset int64
+		// sessions are the heartbeat sessions of registered brokers.
+		sessions map[int32]*session
+	}
+
+	// stateMu guards the replayed state. HandleCommit takes only stateMu.
+	stateMu   sync.Mutex
+	st        *state
+	appliedCh chan struct{} // closed and replaced after each replayed batch
+	leader    raft.LeaderAndEpoch
+	replayErr error
+
+	cache *metadatacache.Cache
+
+	leaderCh chan struct{}
+	closeCh  chan struct{}
+	closeOne sync.Once
+	wg       sync.WaitGroup
+}
+
+// New creates a controller, registers it as a raft listener and starts its
+// background loop (activation, NoOpRecords, session expiry).
+func New(cfg Config) (*Controller, error) {
+	if cfg.Raft == nil {
+		return nil, errors.New("controller: Config.Raft is nil")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.NumPartitions == 0 {
+		cfg.NumPartitions = 1
+	}
+	if cfg.DefaultReplicationFactor == 0 {
+		cfg.DefaultReplicationFactor = 1
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 9 * time.Second
+	}
+	if cfg.MaxIdleInterval == 0 {
+		cfg.MaxIdleInterval = 500 * time.Millisecond
+	}
+	if cfg.BootstrapFeatures == nil {
+		cfg.BootstrapFeatures = DefaultBootstrapFeatures()
+	}
+	hasMV := false
+	for _, f := range cfg.BootstrapFeatures {
+		if f.Name == featureMetadataVersion {
+			hasMV = f.Level >= mv3_3_IV3
+		}
+	}
+	if !hasMV {
+		return nil, fmt.Errorf("controller: BootstrapFeatures need %s >= %d", featureMetadataVersion, mv3_3_IV3)
+	}
+	c := &Controller{
+		cfg:       cfg,
+		log:       cfg.Logger.Named("controller"),
+		st:        newState(),
+		appliedCh: make(chan struct{}),
+		leader:    raft.LeaderAndEpoch{LeaderID: -1, Epoch: -1},
+		cache:     metadatacache.NewCache(metadatacache.Config{ClusterID: cfg.ClusterID, Logger: cfg.Logger.Named("controller.image")}),
+		leaderCh:  make(chan struct{}, 1),
+		closeCh:   make(chan struct{}),
+	}
+	c.mu.rnd = cfg.Rand
+	if c.mu.rnd == nil {
+		c.mu.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	c.mu.activeEpoch = -1
+	c.mu.sessions = make(map[int32]*session)
+	cfg.Raft.Register(listener{c})
+	c.wg.Add(1)
+	go c.run()
+	return c, nil
+}
+
+// Close stops the background loop. Handle answers NOT_CONTROLLER afterwards.
+func (c *Controller) Close() error {
+	c.closeOne.Do(func() { close(c.closeCh) })
+	c.wg.Wait()
+	c.mu.Lock()
+	c.mu.activeEpoch = -1
+	c.mu.Unlock()
+	return nil
+}
+
+// Image is the metadata image replayed from committed batches.
+func (c *Controller) Image() *metadatacache.Image { return c.cache.Image() }
+
+// Active reports whether this node is the active controller.
+func (c *Controller) Active() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.activeLocked()
+}
+
+// activeLocked: c.mu must be held.
+func (c *Controller) activeLocked() bool {
+	if c.mu.activeEpoch < 0 {
+		return false
+	}
+	le := c.leaderAndEpoch()
+	return le.LeaderID == c.cfg.NodeID && le.Epoch == c.mu.activeEpoch
+}
+
+func (c *Controller) leaderAndEpoch() raft.LeaderAndEpoch {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	return c.leader
+}
+
+// Handle answers one controller request. A non-active controller answers
+// NOT_CONTROLLER. A returned error means "close the connection".
+func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if _, ok := req.(*kmsg.DescribeQuorumRequest); ok {
+		return c.cfg.Raft.HandleRequest(ctx, req)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closeCh:
+		return notController(req), nil
+	default:
+	}
+	if !c.activeLocked() {
+		return notController(req), nil
+	}
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		return c.createTopics(ctx, r), nil
+	case *kmsg.DeleteTopicsRequest:
+		return c.deleteTopics(ctx, r), nil
+	case *kmsg.CreatePartitionsRequest:
+		return c.createPartitions(ctx, r), nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.incrementalAlterConfigs(ctx, r), nil
+	case *kmsg.AlterConfigsRequest:
+		return c.alterConfigs(ctx, r), nil
+	case *kmsg.BrokerRegistrationRequest:
+		return c.registerBroker(ctx, r), nil
+	case *kmsg.BrokerHeartbeatRequest:
+		return c.brokerHeartbeat(ctx, r), nil
+	case *kmsg.UnregisterBrokerRequest:
+		return c.unregisterBroker(ctx, r), nil
+	case *kmsg.AllocateProducerIDsRequest:
+		return c.allocateProducerIDs(ctx, r), nil
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return c.listPartitionReassignments(r), nil
+	}
+	return nil, fmt.Errorf("controller: unsupported request %T", req)
+}
+
+// errWriteFailed wraps a failed raft append: the controller stepped down.
+var errWriteFailed = errors.New("controller: metadata write failed")
+
+// write appends recs as one atomic batch and waits until the controller
+// replayed it. c.mu must be held. An empty recs writes nothing. On failure
+// the controller steps down until raft makes it leader again.
+func (c *Controller) write(ctx context.Context, recs []metadatacache.Record) (lastOffset int64, err error) {
+	if len(recs) == 0 {
+		return c.mu.nextWriteOffset - 1, nil
+	}
+	enc := make([][]byte, len(recs))
+	for i, r := range recs {
+		enc[i] = metadatacache.EncodeRecord(r)
+	}
+	// The append is not abandoned when the request's context ends: a batch
+	// that may still commit leaves nextWriteOffset unknown.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	last, err := c.cfg.Raft.Append(actx, enc)
+	if err != nil {
+		c.log.Warn("metadata append failed; stepping down", zap.Int("records", len(recs)), zap.Error(err))
+		c.renounceLocked()
+		return -1, fmt.Errorf("%w: %w", errWriteFailed, err)
+	}
+	if base := last - int64(len(recs)) + 1; base != c.mu.nextWriteOffset {
+		c.log.Debug("batch landed at an unexpected offset", zap.Int64("expected", c.mu.nextWriteOffset), zap.Int64("base", base))
+	}
+	c.mu.nextWriteOffset = last + 1
+	if err := c.waitApplied(actx, last); err != nil {
+		c.renounceLocked()
+		return -1, fmt.Errorf("%w: %w", errWriteFailed, err)
+	}
+	return last, nil
+}
+
+// renounceLocked gives up activity; the loop re-activates if raft still
+// names this node leader. c.mu must be held.
+func (c *Controller) renounceLocked() {
+	c.mu.activeEpoch = -1
+	c.mu.sessions = make(map[int32]*session)
+	select {
+	case c.leaderCh <- struct{}{}:
+	default:
+	}
+}
+
+// waitApplied waits until the batch ending at offset was replayed.
+func (c *Controller) waitApplied(ctx context.Context, offset int64) error {
+	for {
+		c.stateMu.Lock()
+		applied, ch, rerr := c.st.lastOffset, c.appliedCh, c.replayErr
+		c.stateMu.Unlock()
+		if rerr != nil {
+			return rerr
+		}
+		if applied >= offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closeCh:
+			return ErrClosed
+		}
+	}
+}
+
+// view runs fn with the replayed state locked. fn must not keep references
+// to the state's maps or slices past its return, nor call write.
+func (c *Controller) view(fn func(s *state)) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	fn(c.st)
+}
+
+// run is the background loop: activation on leader changes, NoOpRecords
+// every MaxIdleInterval and fencing of brokers whose session expired.
+func (c *Controller) run() {
+	defer c.wg.Done()
+	period := c.cfg.MaxIdleInterval
+	if period < 0 || period > c.cfg.SessionTimeout/4 {
+		period = c.cfg.SessionTimeout / 4
+	}
+	if period <= 0 {
+		period = 100 * time.Millisecond
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	var lastNoOp time.Time
+	for {
+		select {
+		case <-c.closeCh:
+			return
+		case <-c.leaderCh:
+			c.maybeActivate()
+		case <-tick.C:
+			c.maybeActivate()
+			if c.cfg.MaxIdleInterval > 0 && c.cfg.Now().Sub(lastNoOp) >= c.cfg.MaxIdleInterval {
+				c.writeNoOp()
+				lastNoOp = c.cfg.Now()
+			}
+			c.fenceStaleBrokers()
+		}
+	}
+}
+
+// Tick runs one round of the background work now (activation, a NoOpRecord,
+// session expiry). Tests drive time with it.
+func (c *Controller) Tick() {
+	c.maybeActivate()
+	if c.cfg.MaxIdleInterval > 0 {
+		c.writeNoOp()
+	}
+	c.fenceStaleBrokers()
+}
+
+func (c *Controller) writeNoOp() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.activeLocked() {
+		return
+	}
+	if _, err := c.write(context.Background(), []metadatacache.Record{metadatacache.NewNoOpRecord()}); err != nil {
+		c.log.Debug("NoOpRecord not written", zap.Error(err))
+	}
+}
+
+// maybeActivate makes this controller active when raft names it leader of
+// an epoch it has not activated in. Raft delivers the leader change only
+// after every batch committed before the epoch (KRaft's listener contract),
+// so the replayed state is complete: an empty state means an empty log.
+func (c *Controller) maybeActivate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closeCh:
+		return
+	default:
+	}
+	le := c.leaderAndEpoch()
+	if le.LeaderID != c.cfg.NodeID {
+		if c.mu.activeEpoch >= 0 {
+			c.log.Info("no longer the active controller", zap.Int32("leader", le.LeaderID), zap.Int32("epoch", le.Epoch))
+		}
+		c.mu.activeEpoch = -1
+		c.mu.sessions = make(map[int32]*session)
+		return
+	}
+	if c.mu.activeEpoch == le.Epoch {
+		return
+	}
+	var (
+		recs    []metadatacache.Record
+		mv      int16
+		inTxn   int64
+		brokers []*brokerState
+		last    int64
+	)
+	c.view(func(s *state) {
+		mv = s.metadataVersion()
+		inTxn = s.inTransaction
+		last = s.lastOffset
+		for _, id := range s.brokerIDs() {
+			b := *s.brokers[id]
+			brokers = append(brokers, &b)
+		}
+	})
+	switch {
+	case mv == 0 && last < 0:
+		recs = c.bootstrapRecords()
+		c.log.Info("the metadata log is empty; writing bootstrap records",
+			zap.Int("records", len(recs)), zap.Int32("epoch", le.Epoch))
+	case inTxn >= 0:
+		recs = []metadatacache.Record{abortTxn("Controller failover")}
+		c.log.Info("aborting in-progress metadata transaction", zap.Int64("offset", inTxn))
+	default:
+		// Kafka appends nothing here; one NoOpRecord tells us where the log ends.
+		recs = []metadatacache.Record{metadatacache.NewNoOpRecord()}
+	}
+	c.mu.activeEpoch = le.Epoch // let write proceed; reset by renounce on failure
+	c.mu.nextWriteOffset = last + 1
+	c.mu.sessions = make(map[int32]*session)
+	now := c.cfg.Now()
+	for _, b := range brokers {
+		c.mu.sessions[b.id] = &session{lastContact: now, metadataOffset: -1, shutdownOffset: -1}
+	}
+	if _, err := c.write(context.Background(), recs); err != nil {
+		c.log.Warn("controller activation failed", zap.Int32("epoch", le.Epoch), zap.Error(err))
+		return
+	}
+	c.log.Info("became the active controller", zap.Int32("epoch", le.Epoch), zap.Int64("next_offset", c.mu.nextWriteOffset))
+}
+
+// bootstrapRecords are the records Kafka's activation writes on an empty
+// log: the bootstrap features in a metadata transaction (metadata.version
+// first, then the others by name).
+func (c *Controller) bootstrapRecords() []metadatacache.Record {
+	var mv int16
+	var others []Feature
+	for _, f := range c.cfg.BootstrapFeatures {
+		if f.Name == featureMetadataVersion {
+			mv = f.Level
+		} else if f.Name != featureKRaftVersion && f.Level > 0 {
+			others = append(others, f)
+		}
+	}
+	sortFeatures(others)
+	var recs []metadatacache.Record
+	txn := mv >= mv3_6_IV1
+	if txn {
+		b := metadatacache.NewBeginTransactionRecord()
+		b.Name = strp("Bootstrap records")
+		recs = append(recs, b)
+	}
+	recs = append(recs, featureRecord(featureMetadataVersion, mv))
+	for _, f := range others {
+		recs = append(recs, featureRecord(f.Name, f.Level))
+	}
+	if txn {
+		recs = append(recs, metadatacache.NewEndTransactionRecord())
+	}
+	return recs
+}
+
+func featureRecord(name string, level int16) metadatacache.Record {
+	r := metadatacache.NewFeatureLevelRecord()
+	r.Name = name
+	r.FeatureLevel = level
+	return r
+}
+
+func abortTxn(reason string) metadatacache.Record {
+	r := metadatacache.NewAbortTransactionRecord()
+	r.Reason = strp(reason)
+	return r
+}
+
+func sortFeatures(fs []Feature) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && fs[j].Name < fs[j-1].Name; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// notController builds req's response with NOT_CONTROLLER everywhere.
+func notController(req kmsg.Request) kmsg.Response {
+	code := kerr.NotController.Code
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic = t.Topic
+			rt.ErrorCode = code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.DeleteTopicsRequest:
+		resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		for _, n := range r.TopicNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic = strp(n)
+			rt.ErrorCode = code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		for _, t := range r.Topics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic = t.Topic
+			rt.TopicID = t.TopicID
+			rt.ErrorCode = code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.CreatePartitionsRequest:
+		resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic = t.Topic
+			rt.ErrorCode = code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, res := range r.Resources {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp
+	case *kmsg.AlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, res := range r.Resources {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp
+	case *kmsg.BrokerRegistrationRequest:
+		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.BrokerHeartbeatRequest:
+		resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.UnregisterBrokerRequest:
+		resp := r.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AllocateProducerIDsRequest:
+		resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		resp.ErrorCode = code
+		return resp
+	}
+	return req.ResponseKind()
+}

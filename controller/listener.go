@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/raft"
+)
+
+// listener receives committed batches and leader changes from raft. It
+// takes only stateMu, never c.mu: a decision holding c.mu waits for the
+// replay of its own batch.
+type listener struct{ c *Controller }
+
+var _ raft.Listener = listener{}
+
+// HandleCommit replays one committed batch into the controller's state and
+// its metadata image, then wakes the decisions waiting for it.
+func (l listener) HandleCommit(b raft.Batch) {
+	c := l.c
+	recs := make([]metadatacache.Record, 0, len(b.Records))
+	for i, raw := range b.Records {
+		r, err := metadatacache.DecodeRecord(raw)
+		if err != nil {
+			c.log.Error("undecodable metadata record", zap.Int64("offset", b.BaseOffset+int64(i)), zap.Error(err))
+			continue
+		}
+		recs = append(recs, r)
+	}
+	c.stateMu.Lock()
+	for i, r := range recs {
+		if err := c.st.replay(b.BaseOffset+int64(i), r); err != nil {
+			c.log.Error("metadata record replay failed", zap.Int64("offset", b.BaseOffset+int64(i)), zap.Error(err))
+		}
+	}
+	if c.st.lastOffset < b.LastOffset {
+		c.st.lastOffset = b.LastOffset
+	}
+	// The image is updated before waiters wake, so an answered request's
+	// effect is visible in Image().
+	if err := c.cache.Apply(metadatacache.Batch{
+		BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Epoch: b.Epoch,
+		AppendTimeMs: b.AppendTimeMs, Records: recs,
+	}); err != nil {
+		c.log.Error("metadata image replay failed", zap.Int64("last_offset", b.LastOffset), zap.Error(err))
+	}
+	close(c.appliedCh)
+	c.appliedCh = make(chan struct{})
+	c.stateMu.Unlock()
+}
+
+// HandleLeaderChange records the new leader and wakes the background loop,
+// which activates or deactivates the controller.
+func (l listener) HandleLeaderChange(le raft.LeaderAndEpoch) {
+	c := l.c
+	c.stateMu.Lock()
+	c.leader = le
+	c.stateMu.Unlock()
+	select {
+	case c.leaderCh <- struct{}{}:
+	default:
+	}
+}

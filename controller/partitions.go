@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"encoding/base64"
+	"sort"
+
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+)
+
+// leaderAndIsrUpdates is generateLeaderAndIsrUpdates with a clean (ONLINE)
+// election and ELR disabled, over the partitions match selects, in topic
+// id and partition order. brokerToRemove (or -1) leaves the ISR and is
+// never leader; brokerToAdd (or -1) is an acceptable leader even while the
+// state still shows it fenced.
+func leaderAndIsrUpdates(s *state, mv int16, brokerToRemove, brokerToAdd int32, match func(*partitionState) bool) []metadatacache.Record {
+	ids := make([][16]byte, 0, len(s.topics))
+	for id := range s.topics {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+	var recs []metadatacache.Record
+	for _, id := range ids {
+		t := s.topics[id]
+		for pid, p := range t.parts {
+			if !match(p) {
+				continue
+			}
+			if r := partitionChange(s, mv, id, int32(pid), p, brokerToRemove, brokerToAdd); r != nil {
+				recs = append(recs, r)
+			}
+		}
+	}
+	return recs
+}
+
+// partitionChange is PartitionChangeBuilder.build for an ISR shrink and/or
+// a leader election; nil when nothing changes.
+func partitionChange(s *state, mv int16, topicID [16]byte, pid int32, p *partitionState, brokerToRemove, brokerToAdd int32) *metadatacache.PartitionChangeRecord {
+	acceptable := func(r int32) bool {
+		return r != brokerToRemove && (r == brokerToAdd || s.active(r))
+	}
+	targetIsr := without(p.isr, brokerToRemove)
+	valid := func(r int32) bool { return contains(targetIsr, r) && acceptable(r) }
+	leader := int32(-1)
+	if valid(p.leader) {
+		leader = p.leader
+	} else {
+		for _, r := range p.replicas {
+			if valid(r) {
+				leader = r
+				break
+			}
+		}
+	}
+	rec := metadatacache.NewPartitionChangeRecord()
+	rec.SetVersion(partitionChangeRecordVersion(mv))
+	rec.TopicID, rec.PartitionID = topicID, pid
+	changed := false
+	if leader != p.leader {
+		rec.Leader = leader
+		changed = true
+	}
+	// An ISR never shrinks to empty without ELR: the last member stays.
+	if len(targetIsr) > 0 && !equalInt32s(targetIsr, p.isr) {
+		rec.Isr = targetIsr
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return rec
+}
+
+func contains(xs []int32, x int32) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func without(xs []int32, x int32) []int32 {
+	out := make([]int32, 0, len(xs))
+	for _, y := range xs {
+		if y != x {
+			out = append(out, y)
+		}
+	}
+	return out
+}
+
+func equalInt32s(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// uuidString is Kafka's Uuid.toString: URL-safe base64 without padding.
+func uuidString(id [16]byte) string {
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
