@@ -9,7 +9,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/kgo-broker/kgo-broker/storage"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -41,9 +40,9 @@ func scanEpochs(l LogStore) ([]EpochStart, error) {
 		if len(b) == 0 {
 			return nil, fmt.Errorf("raft: empty read at %d below log end %d", off, end)
 		}
-		err = storage.WalkBatches(b, false, func(h storage.BatchHeader, _ []byte) error {
-			c.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-			off = h.LastOffset() + 1
+		err = walkBatches(b, false, func(h batchHeader, _ []byte) error {
+			c.assign(h.epoch, h.baseOffset)
+			off = h.lastOffset() + 1
 			return nil
 		})
 		if err != nil {
@@ -92,14 +91,14 @@ func openFileLog(fsys vfs.FS, dir string) (*fileLog, error) {
 	next := int64(0)
 	for pos := int64(0); pos < int64(len(buf)); {
 		var stop bool
-		werr := storage.WalkBatches(buf[pos:], true, func(h storage.BatchHeader, raw []byte) error {
-			if h.BaseOffset != next {
+		werr := walkBatches(buf[pos:], true, func(h batchHeader, raw []byte) error {
+			if h.baseOffset != next {
 				stop = true
 				return io.EOF
 			}
-			l.batches = append(l.batches, batchPos{base: h.BaseOffset, last: h.LastOffset(), pos: pos, size: int64(len(raw))})
+			l.batches = append(l.batches, batchPos{base: h.baseOffset, last: h.lastOffset(), pos: pos, size: int64(len(raw))})
 			pos += int64(len(raw))
-			next = h.LastOffset() + 1
+			next = h.lastOffset() + 1
 			return nil
 		})
 		if werr != nil || stop {
@@ -137,13 +136,13 @@ func (l *fileLog) Append(b []byte) error {
 	next := l.endLocked()
 	var add []batchPos
 	pos := l.size
-	err := storage.WalkBatches(b, true, func(h storage.BatchHeader, raw []byte) error {
-		if h.BaseOffset != next {
-			return fmt.Errorf("raft: append at %d, log end %d", h.BaseOffset, next)
+	err := walkBatches(b, true, func(h batchHeader, raw []byte) error {
+		if h.baseOffset != next {
+			return fmt.Errorf("raft: append at %d, log end %d", h.baseOffset, next)
 		}
-		add = append(add, batchPos{base: h.BaseOffset, last: h.LastOffset(), pos: pos, size: int64(len(raw))})
+		add = append(add, batchPos{base: h.baseOffset, last: h.lastOffset(), pos: pos, size: int64(len(raw))})
 		pos += int64(len(raw))
-		next = h.LastOffset() + 1
+		next = h.lastOffset() + 1
 		return nil
 	})
 	if err != nil {
