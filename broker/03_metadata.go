@@ -1,0 +1,188 @@
+package broker
+
+// Metadata: v0-13 (client listeners)
+//
+// Behavior:
+//   - Answers from the broker's metadata image (metadatacache), never from the
+//     controller: brokers are the unfenced brokers that have an endpoint for
+//     the listener the request came in on; ControllerID is a live broker id
+//     (a KRaft broker reports a random alive broker; we report ourselves when
+//     alive, which keeps admin clients on a broker that forwards correctly).
+//   - Topics null (v1+), or empty at v0, means all topics.
+//   - Unknown topics are auto-created through the controller when
+//     auto.create.topics.enable and AllowAutoTopicCreation (v4+) allow it, and
+//     are answered LEADER_NOT_AVAILABLE while the creation is in flight, as
+//     Kafka's AutoTopicCreationManager does; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+//   - Invalid names get INVALID_TOPIC_EXCEPTION; unknown topic ids (v12+)
+//     UNKNOWN_TOPIC_ID.
+//   - Partitions whose leader is -1 or not alive get LEADER_NOT_AVAILABLE;
+//     replicas on fenced brokers are listed as offline.
+//
+// Version notes:
+//   - v1: IsInternal, ControllerID, null topics; v2: ClusterID; v4: AllowAutoTopicCreation
+//   - v5: OfflineReplicas; v7: LeaderEpoch; v8: authorized operations
+//   - v9: flexible; v10: TopicID; v11: no cluster authorized operations
+//   - v12: topic ids in the request; v13: top-level ErrorCode
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() { regKey(3, 0, 13, onBroker, handleMetadata) }
+
+// authorizedOperationsOmitted is what Kafka puts in *AuthorizedOperations
+// when the client did not ask for them.
+const authorizedOperationsOmitted = -2147483648
+
+func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	r := req.Msg.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	img := b.meta.Image()
+
+	resp.Brokers = b.metadataBrokers(img, req.Listener)
+	clusterID := b.clusterID
+	resp.ClusterID = &clusterID
+	resp.ControllerID = b.liveControllerID(img)
+	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
+
+	allTopics := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	if allTopics {
+		for _, name := range img.TopicNames() {
+			resp.Topics = append(resp.Topics, b.metadataTopic(img, img.TopicByName(name), req.Listener))
+		}
+		return protocol.Response{Msg: resp}, nil
+	}
+
+	allowAuto := b.settings.autoCreateTopics && (r.Version < 4 || r.AllowAutoTopicCreation)
+	var toCreate []string
+	for _, rt := range r.Topics {
+		if rt.Topic == nil {
+			// Lookup by topic id (v12+).
+			t := img.TopicByID(rt.TopicID)
+			if t == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				mt.TopicAuthorizedOperations = authorizedOperationsOmitted
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, b.metadataTopic(img, t, req.Listener))
+			continue
+		}
+		name := *rt.Topic
+		if t := img.TopicByName(name); t != nil {
+			resp.Topics = append(resp.Topics, b.metadataTopic(img, t, req.Listener))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		n := name
+		mt.Topic = &n
+		mt.TopicAuthorizedOperations = authorizedOperationsOmitted
+		switch {
+		case validateTopicName(name) != nil:
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+		case allowAuto && !isInternalTopic(name):
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			toCreate = append(toCreate, name)
+		default:
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	if len(toCreate) > 0 {
+		b.autoCreateTopics(toCreate)
+	}
+	return protocol.Response{Msg: resp}, nil
+}
+
+// metadataBrokers lists the live brokers with an endpoint on listener.
+func (b *Broker) metadataBrokers(img *metadatacache.Image, listener string) []kmsg.MetadataResponseBroker {
+	var out []kmsg.MetadataResponseBroker
+	for _, br := range img.AliveBrokers() {
+		ep, ok := br.Listener(listener)
+		if !ok {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = br.ID, ep.Host, int32(ep.Port), br.Rack
+		out = append(out, mb)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
+	return out
+}
+
+// liveControllerID is the id admin clients send controller-bound requests
+// to: this broker when it is alive, else the lowest alive broker, else -1.
+func (b *Broker) liveControllerID(img *metadatacache.Image) int32 {
+	alive := img.AliveBrokers()
+	for _, br := range alive {
+		if br.ID == b.nodeID {
+			return b.nodeID
+		}
+	}
+	if len(alive) > 0 {
+		return alive[0].ID
+	}
+	return -1
+}
+
+func (b *Broker) metadataTopic(img *metadatacache.Image, t *metadatacache.Topic, listener string) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
+	mt.TopicAuthorizedOperations = authorizedOperationsOmitted
+	for _, p := range t.SortedPartitions() {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.ID
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = p.Replicas
+		mp.ISR = p.Isr
+		mp.OfflineReplicas = []int32{}
+		for _, id := range p.Replicas {
+			if br := img.Broker(id); br == nil || br.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		if br := img.Broker(p.Leader); p.Leader < 0 || br == nil || br.Fenced {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		} else if _, ok := br.Listener(listener); !ok {
+			mp.ErrorCode = kerr.ListenerNotFound.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// autoCreateTopics asks the controller to create topics with the broker's
+// defaults without waiting for the answer; the client's next Metadata
+// request sees the result (AutoTopicCreationManager).
+func (b *Broker) autoCreateTopics(names []string) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(forwardTimeout.Milliseconds())
+	for _, n := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic = n
+		t.NumPartitions = -1
+		t.ReplicationFactor = -1
+		req.Topics = append(req.Topics, t)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+		defer cancel()
+		if _, err := b.forward.Request(ctx, req); err != nil {
+			b.logger.Warn("auto topic creation failed", zap.Strings("topics", names), zap.Error(err))
+		}
+	}()
+}

@@ -1,0 +1,72 @@
+package broker
+
+// ApiVersions: v0-4 (client and controller listeners)
+//
+// Behavior:
+//   - Lists exactly the API keys and version ranges the listener serves, built
+//     from the registry in registry.go.
+//   - An unknown ApiVersions version never reaches this handler: protocol
+//     answers it with a v0 UNSUPPORTED_VERSION response carrying the
+//     ApiVersions range (KIP-511), so the client retries lower.
+//   - v3+ reports supported and finalized features (metadata.version,
+//     kraft.version) from the metadata image.
+//
+// Version notes:
+//   - v1: ThrottleMillis
+//   - v3: flexible; ClientSoftwareName/Version in the request; features (KIP-584)
+//   - v4: no change to the body (KIP-511 fallback clarified)
+//   - v5 (KIP-1242, cluster/node id) is not served yet.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() { regKey(18, 0, 4, onBoth, handleApiVersions) }
+
+func handleApiVersions(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	r := req.Msg.(*kmsg.ApiVersionsRequest)
+	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if r.Version >= 3 && (!validSoftwareName(r.ClientSoftwareName) || !validSoftwareName(r.ClientSoftwareVersion)) {
+		// Kafka answers INVALID_REQUEST for malformed client software fields
+		// (ApiVersionsRequest.isValid), still listing the keys.
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	where := onBroker
+	if req.Listener != "" && b.isControllerListener(req.Listener) {
+		where = onController
+	}
+	for _, e := range servedKeys(where) {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = e.key, e.min, e.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	if r.Version >= 3 {
+		b.fillFeatures(resp)
+	}
+	return protocol.Response{Msg: resp}, nil
+}
+
+// validSoftwareName mirrors ApiVersionsRequest's pattern [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+func validSoftwareName(s string) bool {
+	if s == "" {
+		return false
+	}
+	isAlnum := func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	if !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}

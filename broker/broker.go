@@ -1,0 +1,74 @@
+// Package broker serves Kafka's client APIs (and, in controller roles, the
+// controller listener's APIs) on top of the rooms below it.
+//
+// One file per Kafka API, named by its key (00_produce.go, 01_fetch.go,
+// 03_metadata.go, ...). Each file opens with a header saying the versions it
+// serves and its behaviour, and registers itself with regKey in init; the
+// ApiVersions answer is built from that registry.
+//
+//	client ── protocol.Server ──► Broker.Handle ──► handler (NN_api.go)
+//	                                                 │
+//	         metadatacache.Cache (image) ◄───────────┤ read metadata
+//	         replication.ReplicaManager ◄────────────┤ produce / fetch / offsets
+//	         controllerChannel ──► active controller ┘ admin requests (forwarded
+//	                                                   over the CONTROLLER listener)
+//
+// node.go wires a whole node: storage, raft, controller, metadata cache,
+// replica manager, listeners, broker registration and heartbeats.
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/replication"
+)
+
+// Broker is the request-serving half of a node. Its fields are set once by
+// the node before the listeners start and are read-only afterwards.
+type Broker struct {
+	nodeID    int32
+	clusterID string
+	logger    *zap.Logger
+	now       func() time.Time
+	cfg       *config.Config
+
+	meta     *metadatacache.Cache
+	replicas *replication.ReplicaManager
+	forward  *controllerChannel
+
+	// controllerHandler serves controller-listener APIs (raft and controller
+	// RPCs); nil when this node is not a controller.
+	controllerHandler func(ctx context.Context, req *protocol.Request) (protocol.Response, error)
+
+	controllerListeners map[string]bool
+	settings            settings
+}
+
+// settings are the broker-level config values handlers consult.
+type settings struct {
+	autoCreateTopics  bool
+	numPartitions     int32
+	replicationFactor int16
+}
+
+func (b *Broker) isControllerListener(name string) bool { return b.controllerListeners[name] }
+
+// Handle implements protocol.Handler.
+func (b *Broker) Handle(ctx context.Context, req *protocol.Request) (protocol.Response, error) {
+	where := onBroker
+	if b.isControllerListener(req.Listener) {
+		where = onController
+	}
+	e, ok := registry(where)[req.Key]
+	if !ok || req.Version < e.min || req.Version > e.max {
+		return protocol.Response{}, fmt.Errorf("api key %d v%d is not served on listener %s", req.Key, req.Version, req.Listener)
+	}
+	return e.handle(ctx, b, req)
+}

@@ -1,0 +1,109 @@
+package broker
+
+// Admin APIs a KRaft broker forwards to the active controller
+// (KafkaApis.maybeForwardToController / forwardToControllerOrFail):
+//
+//	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
+//	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
+//	ListPartitionReassignments v0, DescribeQuorum v0-2.
+//
+// The request goes to the controller at the version the client used, so
+// the controller's answer has exactly the fields that version carries. If no
+// controller answers within the request's timeout, each topic gets
+// REQUEST_TIMED_OUT (or the top-level error where the API has one), which
+// the Java admin client retries.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() {
+	regKey(19, 2, 7, onBroker, handleForwarded)  // CreateTopics
+	regKey(20, 1, 6, onBroker, handleForwarded)  // DeleteTopics
+	regKey(33, 0, 2, onBroker, handleForwarded)  // AlterConfigs
+	regKey(37, 0, 3, onBroker, handleForwarded)  // CreatePartitions
+	regKey(44, 0, 1, onBroker, handleForwarded)  // IncrementalAlterConfigs
+	regKey(46, 0, 0, onBroker, handleForwarded)  // ListPartitionReassignments
+	regKey(55, 0, 2, onBroker, handleForwarded)  // DescribeQuorum
+}
+
+// forwardTimeout bounds a forwarded request when it carries no timeout of
+// its own.
+const forwardTimeout = 30 * time.Second
+
+func handleForwarded(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	timeout := forwardTimeout
+	if t, ok := req.Msg.(kmsg.TimeoutRequest); ok && t.Timeout() > 0 {
+		timeout = time.Duration(t.Timeout()) * time.Millisecond
+	}
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := b.forward.RequestVersion(fctx, req.Msg, req.Version)
+	if err != nil {
+		b.logger.Debug("forwarding to controller failed", zap.Error(err))
+		return protocol.Response{Msg: timedOut(req.Msg)}, nil
+	}
+	return protocol.Response{Msg: resp}, nil
+}
+
+// timedOut builds the answer for a forwarded request that no controller
+// answered in time.
+func timedOut(r kmsg.Request) kmsg.Response {
+	code := kerr.RequestTimedOut.Code
+	resp := r.ResponseKind()
+	switch req := r.(type) {
+	case *kmsg.CreateTopicsRequest:
+		out := resp.(*kmsg.CreateTopicsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, code
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.DeleteTopicsRequest:
+		out := resp.(*kmsg.DeleteTopicsResponse)
+		for _, n := range req.TopicNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			name := n
+			rt.Topic, rt.ErrorCode = &name, code
+			out.Topics = append(out.Topics, rt)
+		}
+		for _, t := range req.Topics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, code
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.CreatePartitionsRequest:
+		out := resp.(*kmsg.CreatePartitionsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, code
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		out := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rs := range req.Resources {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = rs.ResourceType, rs.ResourceName, code
+			out.Resources = append(out.Resources, rr)
+		}
+	case *kmsg.AlterConfigsRequest:
+		out := resp.(*kmsg.AlterConfigsResponse)
+		for _, rs := range req.Resources {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = rs.ResourceType, rs.ResourceName, code
+			out.Resources = append(out.Resources, rr)
+		}
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.DescribeQuorumRequest:
+		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	}
+	return resp
+}

@@ -1,0 +1,170 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// lifecycle registers this broker with the active controller and keeps its
+// session alive with heartbeats, as Kafka's BrokerLifecycleManager does:
+//
+//	register (BrokerRegistration) -> fenced
+//	heartbeat with the applied metadata offset -> unfenced once caught up
+//	heartbeat with WantShutDown on shutdown -> controlled shutdown
+//
+// One goroutine owns the state below; unfenced is closed the first time the
+// controller reports the broker unfenced.
+type lifecycle struct {
+	channel  *controllerChannel
+	logger   *zap.Logger
+	interval time.Duration
+	// registration is the request to (re)send, fully filled but for the
+	// previous epoch.
+	registration *kmsg.BrokerRegistrationRequest
+	// metadataOffset is the offset of the last metadata record this broker
+	// applied.
+	metadataOffset func() int64
+
+	unfencedOnce sync.Once
+	unfenced     chan struct{}
+
+	mu struct {
+		sync.Mutex
+		epoch    int64
+		fenced   bool
+		shutdown bool // asked for controlled shutdown
+	}
+	stopped chan struct{}
+}
+
+func newLifecycle(ch *controllerChannel, reg *kmsg.BrokerRegistrationRequest, interval time.Duration, metadataOffset func() int64, logger *zap.Logger) *lifecycle {
+	l := &lifecycle{
+		channel:        ch,
+		logger:         logger,
+		interval:       interval,
+		registration:   reg,
+		metadataOffset: metadataOffset,
+		unfenced:       make(chan struct{}),
+		stopped:        make(chan struct{}),
+	}
+	l.mu.epoch = -1
+	l.mu.fenced = true
+	return l
+}
+
+// run registers and heartbeats until ctx is done or a controlled shutdown
+// completes.
+func (l *lifecycle) run(ctx context.Context) {
+	defer close(l.stopped)
+	for ctx.Err() == nil {
+		if err := l.register(ctx); err != nil {
+			if ctx.Err() == nil {
+				l.logger.Warn("broker registration failed; retrying", zap.Error(err))
+				l.wait(ctx, l.interval)
+			}
+			continue
+		}
+		if done := l.heartbeatLoop(ctx); done {
+			return
+		}
+	}
+}
+
+func (l *lifecycle) register(ctx context.Context) error {
+	req := *l.registration
+	l.mu.Lock()
+	req.PreviousBrokerEpoch = l.mu.epoch
+	l.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	kresp, err := l.channel.Request(rctx, &req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.BrokerRegistrationResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.mu.epoch = resp.BrokerEpoch
+	l.mu.Unlock()
+	l.logger.Info("registered with the controller", zap.Int64("broker_epoch", resp.BrokerEpoch))
+	return nil
+}
+
+// heartbeatLoop sends heartbeats every interval. It returns true when the
+// controller granted a controlled shutdown, false when the broker must
+// register again (its epoch is stale).
+func (l *lifecycle) heartbeatLoop(ctx context.Context) bool {
+	for {
+		l.mu.Lock()
+		req := kmsg.NewPtrBrokerHeartbeatRequest()
+		req.BrokerID = l.registration.BrokerID
+		req.BrokerEpoch = l.mu.epoch
+		req.WantShutdown = l.mu.shutdown
+		l.mu.Unlock()
+		req.CurrentMetadataOffset = l.metadataOffset()
+
+		hctx, cancel := context.WithTimeout(ctx, l.interval*3)
+		kresp, err := l.channel.Request(hctx, req)
+		cancel()
+		if err == nil {
+			resp := kresp.(*kmsg.BrokerHeartbeatResponse)
+			switch err := kerr.ErrorForCode(resp.ErrorCode); {
+			case errors.Is(err, kerr.StaleBrokerEpoch), errors.Is(err, kerr.BrokerIDNotRegistered):
+				l.logger.Warn("controller does not know this broker epoch; registering again", zap.Error(err))
+				return false
+			case err != nil:
+				l.logger.Debug("heartbeat error", zap.Error(err))
+			default:
+				l.mu.Lock()
+				l.mu.fenced = resp.IsFenced
+				l.mu.Unlock()
+				if !resp.IsFenced {
+					l.unfencedOnce.Do(func() {
+						l.logger.Info("broker unfenced by the controller", zap.Int64("metadata_offset", req.CurrentMetadataOffset))
+						close(l.unfenced)
+					})
+				}
+				if resp.ShouldShutdown {
+					return true
+				}
+			}
+		} else if ctx.Err() == nil {
+			l.logger.Debug("heartbeat failed", zap.Error(err))
+		}
+		if !l.wait(ctx, l.interval) {
+			return true
+		}
+	}
+}
+
+func (l *lifecycle) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// beginShutdown makes the next heartbeats ask for a controlled shutdown.
+func (l *lifecycle) beginShutdown() {
+	l.mu.Lock()
+	l.mu.shutdown = true
+	l.mu.Unlock()
+}
+
+func (l *lifecycle) epoch() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.epoch
+}

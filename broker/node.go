@@ -1,0 +1,464 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/controller"
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/raft"
+	"github.com/kgo-broker/kgo-broker/replication"
+	"github.com/kgo-broker/kgo-broker/storage"
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// NodeConfig is what a Node is built from: the resolved config and the
+// identity read from meta.properties.
+type NodeConfig struct {
+	Config    *config.Config
+	ClusterID string
+	// DirectoryIDs maps each log dir to its meta.properties directory.id.
+	DirectoryIDs map[string][16]byte
+	Logger       *zap.Logger
+	// FS is the file system under storage and raft (vfs.Default when nil).
+	FS vfs.FS
+}
+
+// Node is one kgo-broker process: a broker, a controller, or both.
+//
+// Start order: data logs -> raft (metadata log) -> controller -> CONTROLLER
+// listeners -> metadata cache fed by raft -> replica manager -> broker
+// registration -> client listeners once the controller unfences us.
+// Shutdown runs it backwards, draining in-flight requests first.
+type Node struct {
+	nc     NodeConfig
+	cfg    *config.Config
+	logger *zap.Logger
+
+	logs      *storage.Manager
+	raft      *raft.Node
+	ctrl      *controller.Controller
+	cache     *metadatacache.Cache
+	replicas  *replication.ReplicaManager
+	broker    *Broker
+	channel   *controllerChannel
+	lifecycle *lifecycle
+
+	controllerServers []*protocol.Server
+	clientServers     []*protocol.Server
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// NewNode builds a node; nothing is opened until Start.
+func NewNode(nc NodeConfig) (*Node, error) {
+	if nc.Config == nil {
+		return nil, errors.New("broker: NodeConfig.Config is nil")
+	}
+	if nc.Logger == nil {
+		nc.Logger = zap.NewNop()
+	}
+	if nc.FS == nil {
+		nc.FS = vfs.Default
+	}
+	return &Node{nc: nc, cfg: nc.Config, logger: nc.Logger}, nil
+}
+
+// Start opens storage, joins the metadata quorum and opens the listeners.
+// It returns once the client listeners accept connections (or on error).
+func (n *Node) Start() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	if err := n.start(ctx); err != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		n.Shutdown(sctx)
+		return err
+	}
+	return nil
+}
+
+func (n *Node) start(ctx context.Context) error {
+	cfg := n.cfg
+	now := time.Now
+
+	// The metadata image every broker answers from, fed by raft.
+	n.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: n.nc.ClusterID, Logger: n.logger.Named("metadata")})
+
+	voters := make(map[int32]raft.VoterEndpoint, len(cfg.QuorumVoters))
+	for id, hp := range cfg.QuorumVoters {
+		voters[id] = raft.VoterEndpoint{Host: hp.Host, Port: int(hp.Port)}
+	}
+	rn, err := raft.NewNode(raft.Config{
+		NodeID:          cfg.NodeID,
+		Voters:          voters,
+		ClusterID:       n.nc.ClusterID,
+		MetadataLogDir:  cfg.MetadataLogDir,
+		FS:              n.nc.FS,
+		Now:             now,
+		ElectionTimeout: time.Duration(cfg.Int("controller.quorum.election.timeout.ms")) * time.Millisecond,
+		FetchTimeout:    time.Duration(cfg.Int("controller.quorum.fetch.timeout.ms")) * time.Millisecond,
+		RequestTimeout:  time.Duration(cfg.Int("controller.quorum.request.timeout.ms")) * time.Millisecond,
+		Logger:          n.logger.Named("raft"),
+		Transport:       nil, // TODO(lead): raft protocol transport for several voters
+	})
+	if err != nil {
+		return fmt.Errorf("opening the metadata log: %w", err)
+	}
+	n.raft = rn
+	rn.Register(&cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata")})
+
+	if cfg.ProcessRoles.IsController() {
+		ctrl, err := controller.New(controller.Config{
+			NodeID:                   cfg.NodeID,
+			ClusterID:                n.nc.ClusterID,
+			Raft:                     rn,
+			Now:                      now,
+			Logger:                   n.logger.Named("controller"),
+			NumPartitions:            cfg.Int("num.partitions"),
+			DefaultReplicationFactor: int16(cfg.Int("default.replication.factor")),
+			SessionTimeout:           time.Duration(cfg.Int("broker.session.timeout.ms")) * time.Millisecond,
+			MaxIdleInterval:          time.Duration(cfg.Int("metadata.max.idle.interval.ms")) * time.Millisecond,
+			DeleteTopicDisable:       !cfg.Bool("delete.topic.enable"),
+			ValidateTopicConfig:      config.ValidateTopicConfig,
+			TopicConfigs:             topicConfigsFor(cfg),
+		})
+		if err != nil {
+			return fmt.Errorf("starting the controller: %w", err)
+		}
+		n.ctrl = ctrl
+	}
+
+	if cfg.ProcessRoles.IsBroker() {
+		logs, err := storage.OpenManager(storage.ManagerOptions{
+			FS:     n.nc.FS,
+			Dirs:   cfg.LogDirs,
+			Now:    now,
+			Logger: n.logger.Named("storage"),
+		})
+		if err != nil {
+			return fmt.Errorf("opening log dirs: %w", err)
+		}
+		n.logs = logs
+	}
+
+	n.broker = &Broker{
+		nodeID:              cfg.NodeID,
+		clusterID:           n.nc.ClusterID,
+		logger:              n.logger.Named("broker"),
+		now:                 now,
+		cfg:                 cfg,
+		meta:                n.cache,
+		controllerListeners: map[string]bool{},
+		settings: settings{
+			autoCreateTopics:  cfg.Bool("auto.create.topics.enable"),
+			numPartitions:     cfg.Int("num.partitions"),
+			replicationFactor: int16(cfg.Int("default.replication.factor")),
+		},
+	}
+	for _, name := range cfg.ControllerListenerNames {
+		n.broker.controllerListeners[name] = true
+	}
+	n.channel = newControllerChannel(cfg.NodeID, n.activeController, n.logger.Named("controller-channel"))
+	n.broker.forward = n.channel
+	if n.ctrl != nil {
+		n.broker.controllerHandler = n.handleControllerRequest
+	}
+
+	// CONTROLLER listeners first: raft peers and brokers (this one too)
+	// reach the quorum through them.
+	if cfg.ProcessRoles.IsController() {
+		for _, l := range cfg.Listeners {
+			if !n.broker.controllerListeners[l.Name] {
+				continue
+			}
+			if err := n.listen(l, versionTable(onController), &n.controllerServers); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rn.Start(); err != nil {
+		return fmt.Errorf("starting raft: %w", err)
+	}
+	if !cfg.ProcessRoles.IsBroker() {
+		return nil
+	}
+
+	n.replicas = replication.New(replication.Config{
+		NodeID:        cfg.NodeID,
+		Logs:          n.logs,
+		Now:           now,
+		Logger:        n.logger.Named("replication"),
+		TopicDefaults: cfg.TopicDefaults,
+		Controller:    requestorFunc(n.channel.Request),
+		BrokerEpoch:   func() int64 { return n.lifecycle.epoch() },
+	})
+	n.broker.replicas = n.replicas
+	n.cache.Subscribe(n.replicas.OnImage)
+
+	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
+		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.lifecycle.run(ctx)
+	}()
+
+	// Like Kafka's BrokerServer, serve clients once the controller has
+	// unfenced us (we caught up with the metadata log). A broker that is
+	// not unfenced in time still opens its listeners, so operators can
+	// look at it, and says so.
+	select {
+	case <-n.lifecycle.unfenced:
+	case <-time.After(30 * time.Second):
+		n.logger.Warn("not unfenced by the controller within 30s; opening client listeners anyway")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for _, l := range cfg.Listeners {
+		if n.broker.controllerListeners[l.Name] {
+			continue
+		}
+		if err := n.listen(l, versionTable(onBroker), &n.clientServers); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[]*protocol.Server) error {
+	ln, err := net.Listen("tcp", l.Addr())
+	if err != nil {
+		return fmt.Errorf("listener %s: %w (check listeners=%s)", l.Name, err, l.String())
+	}
+	srv := &protocol.Server{
+		Handler:         n.broker,
+		Versions:        versions,
+		MaxRequestBytes: n.cfg.Int("socket.request.max.bytes"),
+		ListenerName:    l.Name,
+		Logger:          n.logger.Named("listener").With(zap.String("listener", l.Name)),
+	}
+	*into = append(*into, srv)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, protocol.ErrServerClosed) {
+			n.logger.Error("listener stopped", zap.String("listener", l.Name), zap.Error(err))
+		}
+	}()
+	n.logger.Info("listening", zap.String("listener", l.Name), zap.String("addr", ln.Addr().String()))
+	return nil
+}
+
+// handleControllerRequest serves a CONTROLLER-listener request: raft RPCs go
+// to the raft node, the rest to the controller.
+func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Request) (protocol.Response, error) {
+	var (
+		resp kmsg.Response
+		err  error
+	)
+	switch req.Key {
+	case 52, 53, 54, 1, 59, 55: // Vote, Begin/EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum
+		resp, err = n.raft.HandleRequest(ctx, req.Msg)
+	default:
+		resp, err = n.ctrl.Handle(ctx, req.Msg)
+	}
+	if err != nil {
+		return protocol.Response{}, err
+	}
+	resp.SetVersion(req.Version)
+	return protocol.Response{Msg: resp}, nil
+}
+
+// activeController reports the raft leader and its CONTROLLER address.
+func (n *Node) activeController() (int32, string, bool) {
+	le := n.raft.LeaderAndEpoch()
+	if le.LeaderID < 0 {
+		return -1, "", false
+	}
+	hp, ok := n.cfg.QuorumVoters[le.LeaderID]
+	if !ok {
+		return -1, "", false
+	}
+	return le.LeaderID, hp.String(), true
+}
+
+// registration builds this broker's BrokerRegistration request.
+func (n *Node) registration() *kmsg.BrokerRegistrationRequest {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID = n.cfg.NodeID
+	req.ClusterID = n.nc.ClusterID
+	if _, err := rand.Read(req.IncarnationID[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	for _, l := range n.cfg.AdvertisedListeners {
+		rl := kmsg.NewBrokerRegistrationRequestListener()
+		rl.Name, rl.Host, rl.Port = l.Name, l.Host, uint16(l.Port)
+		rl.SecurityProtocol = securityProtocolID(n.cfg.ListenerSecurityProtocols[l.Name])
+		req.Listeners = append(req.Listeners, rl)
+	}
+	for _, f := range supportedFeatures {
+		rf := kmsg.NewBrokerRegistrationRequestFeature()
+		rf.Name, rf.MinSupportedVersion, rf.MaxSupportedVersion = f.Name, f.Min, f.Max
+		req.Features = append(req.Features, rf)
+	}
+	if rack := n.cfg.String("broker.rack"); rack != "" {
+		req.Rack = &rack
+	}
+	for _, dir := range n.cfg.LogDirs {
+		if id, ok := n.nc.DirectoryIDs[dir]; ok {
+			req.LogDirs = append(req.LogDirs, id)
+		}
+	}
+	req.PreviousBrokerEpoch = -1
+	return req
+}
+
+func securityProtocolID(name string) int16 {
+	switch name {
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	}
+	return 0
+}
+
+// Shutdown stops the node gracefully: a controlled shutdown with the
+// controller, then client listeners stop accepting and drain in-flight
+// requests, then logs are flushed and closed (with the clean-shutdown
+// marker), then the controller, raft and the CONTROLLER listeners stop.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() { n.shutdownErr = n.shutdown(ctx) })
+	return n.shutdownErr
+}
+
+func (n *Node) shutdown(ctx context.Context) error {
+	var errs []error
+	if n.lifecycle != nil {
+		n.lifecycle.beginShutdown()
+	}
+	for _, s := range n.clientServers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	if n.replicas != nil {
+		n.replicas.Close()
+	}
+	if n.logs != nil {
+		if err := n.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing logs: %w", err))
+		}
+	}
+	if n.ctrl != nil {
+		if err := n.ctrl.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range n.controllerServers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.raft != nil {
+		if err := n.raft.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.channel != nil {
+		n.channel.Close()
+	}
+	n.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// cacheFeeder replays committed metadata batches into the broker's image.
+type cacheFeeder struct {
+	cache  *metadatacache.Cache
+	logger *zap.Logger
+}
+
+func (f *cacheFeeder) HandleCommit(b raft.Batch) {
+	recs := make([]metadatacache.Record, 0, len(b.Records))
+	for i, raw := range b.Records {
+		r, err := metadatacache.DecodeRecord(raw)
+		if err != nil {
+			// Kafka treats an undecodable committed record as fatal for
+			// the metadata loader; we keep serving the last good image
+			// and say loudly where the log is bad.
+			f.logger.Error("undecodable metadata record", zap.Int64("offset", b.BaseOffset+int64(i)), zap.Error(err))
+			return
+		}
+		recs = append(recs, r)
+	}
+	if err := f.cache.Apply(metadatacache.Batch{
+		BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Epoch: b.Epoch,
+		AppendTimeMs: b.AppendTimeMs, Records: recs,
+	}); err != nil {
+		f.logger.Error("applying metadata batch", zap.Int64("base_offset", b.BaseOffset), zap.Error(err))
+	}
+}
+
+func (f *cacheFeeder) HandleLeaderChange(raft.LeaderAndEpoch) {}
+
+// requestorFunc adapts a function to kmsg.Requestor.
+type requestorFunc func(context.Context, kmsg.Request) (kmsg.Response, error)
+
+func (f requestorFunc) Request(ctx context.Context, r kmsg.Request) (kmsg.Response, error) { return f(ctx, r) }
+
+// topicConfigsFor lists a new topic's effective configs for CreateTopics
+// v5+ answers: the overrides as DYNAMIC_TOPIC_CONFIG, the rest from the
+// broker's config.
+func topicConfigsFor(cfg *config.Config) func(map[string]string) []controller.TopicConfigEntry {
+	return func(overrides map[string]string) []controller.TopicConfigEntry {
+		var out []controller.TopicConfigEntry
+		for _, tk := range config.TopicKeys() {
+			if tk.Internal {
+				continue
+			}
+			e := controller.TopicConfigEntry{Name: tk.Name, IsSensitive: tk.Sensitive()}
+			if v, ok := overrides[tk.Name]; ok {
+				e.Value, e.Source = strPtr(v), int8(config.SourceDynamicTopicConfig)
+			} else if v, src, ok := cfg.TopicDefault(tk.Name); ok {
+				e.Value, e.Source = strPtr(v), int8(src)
+			} else {
+				e.Source = int8(config.SourceDefaultConfig)
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+}
+
+// supportedFeatures are the feature ranges this broker registers with
+// (BrokerRegistration Features): metadata.version from 3.3-IV3, the oldest
+// Kafka 4.x accepts, to the level the controller bootstraps.
+var supportedFeatures = []struct {
+	Name     string
+	Min, Max int16
+}{
+	{"metadata.version", 7, controller.DefaultMetadataVersion},
+	{"kraft.version", 0, 0},
+	{"group.version", 0, 1},
+	{"transaction.version", 0, 2},
+}
