@@ -19,6 +19,7 @@ package broker
 
 import (
 	"context"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,4 +70,38 @@ func validSoftwareName(s string) bool {
 		}
 	}
 	return true
+}
+
+// fillFeatures adds the supported and finalized features (KIP-584) that
+// kafka-features.sh describe prints. The finalized epoch is the offset of
+// the metadata image, as a KRaft broker reports it.
+func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse) {
+	for _, f := range supportedFeatures {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.Min, f.Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	if b.meta == nil {
+		return
+	}
+	img := b.meta.Image()
+	resp.FinalizedFeaturesEpoch = img.Offset
+	for _, name := range sortedKeys(img.Features()) {
+		level, _ := img.Feature(name)
+		if level == 0 {
+			continue
+		}
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, level, level
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

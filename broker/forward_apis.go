@@ -25,13 +25,13 @@ import (
 )
 
 func init() {
-	regKey(19, 2, 7, onBroker, handleForwarded)  // CreateTopics
-	regKey(20, 1, 6, onBroker, handleForwarded)  // DeleteTopics
-	regKey(33, 0, 2, onBroker, handleForwarded)  // AlterConfigs
-	regKey(37, 0, 3, onBroker, handleForwarded)  // CreatePartitions
-	regKey(44, 0, 1, onBroker, handleForwarded)  // IncrementalAlterConfigs
-	regKey(46, 0, 0, onBroker, handleForwarded)  // ListPartitionReassignments
-	regKey(55, 0, 2, onBroker, handleForwarded)  // DescribeQuorum
+	regKey(19, 2, 7, onBroker, handleForwarded) // CreateTopics
+	regKey(20, 1, 6, onBroker, handleForwarded) // DeleteTopics
+	regKey(33, 0, 2, onBroker, handleForwarded) // AlterConfigs
+	regKey(37, 0, 3, onBroker, handleForwarded) // CreatePartitions
+	regKey(44, 0, 1, onBroker, handleForwarded) // IncrementalAlterConfigs
+	regKey(46, 0, 0, onBroker, handleForwarded) // ListPartitionReassignments
+	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
 }
 
 // forwardTimeout bounds a forwarded request when it carries no timeout of

@@ -424,7 +424,9 @@ func (f *cacheFeeder) HandleLeaderChange(raft.LeaderAndEpoch) {}
 // requestorFunc adapts a function to kmsg.Requestor.
 type requestorFunc func(context.Context, kmsg.Request) (kmsg.Response, error)
 
-func (f requestorFunc) Request(ctx context.Context, r kmsg.Request) (kmsg.Response, error) { return f(ctx, r) }
+func (f requestorFunc) Request(ctx context.Context, r kmsg.Request) (kmsg.Response, error) {
+	return f(ctx, r)
+}
 
 // topicConfigsFor lists a new topic's effective configs for CreateTopics
 // v5+ answers: the overrides as DYNAMIC_TOPIC_CONFIG, the rest from the

@@ -41,10 +41,10 @@ func startNode(t *testing.T, dir string, overrides map[string]string) *testNode 
 	}
 	pp, cp := freePort(t), freePort(t)
 	props := map[string]string{
-		"listeners":                "PLAINTEXT://127.0.0.1:" + strconv.Itoa(pp) + ",CONTROLLER://127.0.0.1:" + strconv.Itoa(cp),
-		"advertised.listeners":     "PLAINTEXT://127.0.0.1:" + strconv.Itoa(pp),
-		"controller.quorum.voters": "1@127.0.0.1:" + strconv.Itoa(cp),
-		"log.dirs":                 dir,
+		"listeners":                    "PLAINTEXT://127.0.0.1:" + strconv.Itoa(pp) + ",CONTROLLER://127.0.0.1:" + strconv.Itoa(cp),
+		"advertised.listeners":         "PLAINTEXT://127.0.0.1:" + strconv.Itoa(pp),
+		"controller.quorum.voters":     "1@127.0.0.1:" + strconv.Itoa(cp),
+		"log.dirs":                     dir,
 		"broker.heartbeat.interval.ms": "100",
 	}
 	for k, v := range overrides {
