@@ -1,0 +1,470 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// conn is one accepted connection. Two goroutines serve it:
+//
+//   - readLoop reads and decodes frames and queues them (at most
+//     MaxQueuedRequests ahead);
+//   - serveLoop takes them from the queue in order, calls the Handler, and
+//     writes each response before taking the next request.
+//
+// A frame that fails to decode is queued as an error item: the connection is
+// closed when serveLoop reaches it, after the responses to the requests
+// before it were written (Kafka handles one request per connection at a time,
+// so it would have answered those first too).
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	br     *bufio.Reader
+	log    *zap.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	queue      chan *item    // readLoop -> serveLoop; closed by readLoop
+	stop       chan struct{} // closed by serveLoop when it exits
+	readerDone chan struct{} // closed when readLoop returned
+	done       chan struct{} // closed when the connection is closed and both loops returned
+
+	shutdown     atomic.Bool // set by Server.Shutdown
+	shutdownSeen bool        // readLoop only: the shutdown deadline fired mid-frame
+	nonblocking  bool        // readLoop only: connReader reads without waiting
+}
+
+// item is one queued request, or the reason to close the connection.
+type item struct {
+	req *Request
+	// apiVersionsErr: answer the KIP-511 v0 ApiVersions error response
+	// instead of calling the handler.
+	apiVersionsErr bool
+	// err closes the connection when reached.
+	err error
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.baseCtx)
+	return &conn{
+		srv:        s,
+		nc:         nc,
+		log:        s.logger().With(zap.String("listener", s.ListenerName), zap.Stringer("remote", nc.RemoteAddr())),
+		ctx:        ctx,
+		cancel:     cancel,
+		queue:      make(chan *item, s.maxQueued()),
+		stop:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+}
+
+func (c *conn) start() {
+	c.br = bufio.NewReaderSize(connReader{c}, 16<<10)
+	go c.readLoop()
+	go c.serveLoop()
+}
+
+// beginShutdown makes readLoop stop before the next request. A reader waiting
+// for the first byte of a request is woken by a past read deadline; a reader
+// in the middle of a frame finishes that frame first.
+func (c *conn) beginShutdown() {
+	c.shutdown.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) setIdleDeadline() {
+	var d time.Time
+	if t := c.srv.idleTimeout(); t > 0 {
+		d = time.Now().Add(t)
+	}
+	c.nc.SetReadDeadline(d)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// readFull is io.ReadFull that survives the one past deadline set by
+// beginShutdown in the middle of a frame.
+func (c *conn) readFull(p []byte) error {
+	for n := 0; n < len(p); {
+		m, err := c.br.Read(p[n:])
+		n += m
+		if err != nil {
+			if n == len(p) {
+				return nil
+			}
+			if isTimeout(err) && c.shutdown.Load() && !c.shutdownSeen {
+				c.shutdownSeen = true
+				c.setIdleDeadline()
+				continue
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// firstFrameChunk is how much of a frame is allocated before its bytes
+// arrive; a frame size is a claim, so a big frame's buffer grows as the data
+// comes in.
+const firstFrameChunk = 1 << 20
+
+// readFrame reads one size-prefixed frame. It checks the size before
+// allocating anything.
+func (c *conn) readFrame() ([]byte, error) {
+	var sz [4]byte
+	if err := c.readFull(sz[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(sz[:]))
+	if max := c.srv.maxRequestBytes(); size < 0 || size > max {
+		return nil, fmt.Errorf("%w: %d (socket.request.max.bytes %d)", ErrInvalidFrameSize, size, max)
+	}
+	buf := make([]byte, 0, min(int(size), firstFrameChunk))
+	for len(buf) < int(size) {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), int(size)))
+			copy(grown, buf)
+			buf = grown
+		}
+		next := buf[len(buf):cap(buf)]
+		if err := c.readFull(next); err != nil {
+			return nil, err
+		}
+		buf = buf[:cap(buf)]
+	}
+	return buf, nil
+}
+
+func (c *conn) push(it *item) bool {
+	select {
+	case c.queue <- it:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+func (c *conn) readLoop() {
+	defer close(c.readerDone)
+	defer close(c.queue)
+	for {
+		// Set the deadline before looking at the shutdown flag:
+		// beginShutdown sets the flag before its past deadline, so one
+		// of the two is always seen.
+		c.setIdleDeadline()
+		c.shutdownSeen = false
+		if c.shutdown.Load() {
+			// Shutting down: serve what the client already sent
+			// (buffered here or in the kernel), read nothing new.
+			if !c.moreBuffered() {
+				return
+			}
+		} else if _, err := c.br.Peek(1); err != nil {
+			switch {
+			case isTimeout(err) && c.shutdown.Load():
+				continue
+			case isTimeout(err):
+				c.log.Debug("closing idle connection", zap.Duration("connections.max.idle.ms", c.srv.idleTimeout()))
+			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			default:
+				c.log.Debug("read failed", zap.Error(err))
+			}
+			return
+		}
+		frame, err := c.readFrame()
+		if err != nil {
+			if errors.Is(err, ErrInvalidFrameSize) {
+				c.push(&item{err: err})
+			} else if !errors.Is(err, net.ErrClosed) {
+				c.log.Debug("read failed in the middle of a request", zap.Error(err))
+			}
+			return
+		}
+		req, err := c.decode(frame)
+		switch {
+		case err == nil:
+			if !c.push(&item{req: req}) {
+				return
+			}
+		case req != nil && req.Key == apiKeyApiVersions && req.Msg == nil && errors.Is(err, ErrUnsupportedVersion):
+			// KIP-511: answered, and the connection stays open.
+			if !c.push(&item{req: req, apiVersionsErr: true}) {
+				return
+			}
+		default:
+			c.push(&item{req: req, err: err})
+			return
+		}
+	}
+}
+
+// connReader is the bufio.Reader's source: the connection, or during
+// shutdown a non-blocking read of what the kernel already holds.
+type connReader struct{ c *conn }
+
+func (r connReader) Read(p []byte) (int, error) {
+	if r.c.nonblocking {
+		return readNonblocking(r.c.nc, p)
+	}
+	return r.c.nc.Read(p)
+}
+
+// moreBuffered reports whether at least one byte the client sent before now
+// can be read without waiting.
+func (c *conn) moreBuffered() bool {
+	if c.br.Buffered() > 0 {
+		return true
+	}
+	c.nonblocking = true
+	defer func() { c.nonblocking = false }()
+	_, err := c.br.Peek(1)
+	if isTimeout(err) {
+		// beginShutdown's past deadline landed after ours; it is
+		// set only once.
+		c.setIdleDeadline()
+		_, err = c.br.Peek(1)
+	}
+	return err == nil
+}
+
+// decode is DecodeRequest with the connection's context filled in and a
+// last-resort recover: a panic while decoding closes the connection.
+func (c *conn) decode(frame []byte) (req *Request, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var key, version int16 = -1, -1
+			if len(frame) >= 4 {
+				key = int16(binary.BigEndian.Uint16(frame))
+				version = int16(binary.BigEndian.Uint16(frame[2:]))
+			}
+			c.log.Error("panic decoding request", zap.Int16("key", key), zap.Int16("version", version),
+				zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			req, err = nil, fmt.Errorf("%w: decoder panic", ErrMalformedRequest)
+		}
+	}()
+	req, err = DecodeRequest(frame, c.srv.versions())
+	if req != nil {
+		req.Listener = c.srv.ListenerName
+		req.RemoteAddr = c.nc.RemoteAddr()
+	}
+	return req, err
+}
+
+func (c *conn) serveLoop() {
+	defer c.finish()
+	for it := range c.queue {
+		if it.err != nil {
+			c.srv.logProtocolError(c.log, it.req, it.err)
+			return
+		}
+		if !c.handle(it) {
+			return
+		}
+	}
+}
+
+func (c *conn) finish() {
+	close(c.stop)
+	c.nc.Close()
+	c.cancel()
+	<-c.readerDone
+	c.srv.connDone(c)
+	close(c.done)
+}
+
+// handle serves one request; false closes the connection.
+func (c *conn) handle(it *item) (ok bool) {
+	req := it.req
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("panic serving request; closing connection",
+				zap.Int16("key", req.Key), zap.String("api", kmsg.NameForKey(req.Key)),
+				zap.Int16("version", req.Version), zap.Int32("correlation_id", req.CorrelationID),
+				zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			ok = false
+		}
+	}()
+	if it.apiVersionsErr {
+		return c.writeMsg(req, 0, c.srv.apiVersionsErrorResponse()) == nil
+	}
+	resp, err := c.srv.Handler.Handle(c.ctx, req)
+	if err != nil {
+		c.log.Warn("handler failed; closing connection", zap.String("api", kmsg.NameForKey(req.Key)),
+			zap.Int16("version", req.Version), zap.Int32("correlation_id", req.CorrelationID), zap.Error(err))
+		return false
+	}
+	switch {
+	case resp.NoResponse:
+		return true
+	case resp.Body != nil:
+		err = c.writeBody(req, resp.Body)
+	case resp.Msg != nil:
+		if resp.Msg.Key() != req.Key {
+			err = fmt.Errorf("handler answered %s to %s", kmsg.NameForKey(resp.Msg.Key()), kmsg.NameForKey(req.Key))
+			break
+		}
+		err = c.writeMsg(req, req.Version, resp.Msg)
+	default:
+		err = errors.New("handler returned an empty Response")
+	}
+	if err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			c.log.Warn("writing response failed; closing connection", zap.String("api", kmsg.NameForKey(req.Key)),
+				zap.Int16("version", req.Version), zap.Int32("correlation_id", req.CorrelationID), zap.Error(err))
+		}
+		return false
+	}
+	return true
+}
+
+// responseHeaderHasTags: response header v1 (one tag byte) is used when the
+// response is flexible, except for ApiVersions whose response header is
+// always v0 so that any client can read it.
+func responseHeaderHasTags(key int16, flexible bool) bool {
+	return flexible && key != apiKeyApiVersions
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledBuf = 1 << 20
+
+// writeMsg encodes msg at version and writes the frame with one Write.
+func (c *conn) writeMsg(req *Request, version int16, msg kmsg.Response) error {
+	msg.SetVersion(version)
+	bp := bufPool.Get().(*[]byte)
+	buf := AppendResponse((*bp)[:0], req.Key, req.CorrelationID, msg)
+	var err error
+	if len(buf)-4 > math.MaxInt32 {
+		err = fmt.Errorf("response of %d bytes is too large", len(buf))
+	} else {
+		_, err = c.nc.Write(buf)
+	}
+	if cap(buf) <= maxPooledBuf {
+		*bp = buf[:0]
+		bufPool.Put(bp)
+	}
+	return err
+}
+
+// AppendResponse appends a whole response frame to dst: size, correlation
+// id, the response header tags byte if the response is flexible and key is
+// not ApiVersions, and msg encoded at its current version.
+func AppendResponse(dst []byte, key int16, correlationID int32, msg kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if responseHeaderHasTags(key, msg.IsFlexible()) {
+		dst = append(dst, 0)
+	}
+	dst = msg.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+var bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
+// writeBody writes a streamed response: header through a pooled bufio.Writer,
+// then the body into the same writer, so small pieces share syscalls and
+// io.ReaderFrom data reaches the TCP connection's ReadFrom.
+func (c *conn) writeBody(req *Request, body BodyWriter) error {
+	size := body.Size()
+	flexible := req.Msg != nil && req.Msg.IsFlexible()
+	hdr := int64(4)
+	if responseHeaderHasTags(req.Key, flexible) {
+		hdr++
+	}
+	if size < 0 || hdr+size > math.MaxInt32 {
+		return fmt.Errorf("response body size %d out of range", size)
+	}
+	var head [9]byte
+	binary.BigEndian.PutUint32(head[:], uint32(hdr+size))
+	binary.BigEndian.PutUint32(head[4:], uint32(req.CorrelationID))
+
+	bw := bufioPool.Get().(*bufio.Writer)
+	bw.Reset(c.nc)
+	defer func() {
+		bw.Reset(nil)
+		bufioPool.Put(bw)
+	}()
+	bw.Write(head[:4+hdr])
+	n, err := body.WriteTo(bw)
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("response body wrote %d bytes, Size() said %d", n, size)
+	}
+	return bw.Flush()
+}
+
+// apiVersionsErrorResponse is Kafka's answer to an ApiVersions version it
+// does not serve (KIP-511): a v0 response with UNSUPPORTED_VERSION and only
+// the ApiVersions range, so the client retries with a version it can use.
+func (s *Server) apiVersionsErrorResponse() *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = 35 // UNSUPPORTED_VERSION
+	min, max, ok := servedRange(s.versions(), apiKeyApiVersions, resp.MaxVersion())
+	if !ok {
+		min, max = 0, 0
+	}
+	k := kmsg.NewApiVersionsResponseApiKey()
+	k.ApiKey, k.MinVersion, k.MaxVersion = apiKeyApiVersions, min, max
+	resp.ApiKeys = append(resp.ApiKeys, k)
+	return resp
+}
+
+// Protocol errors are logged at Warn the first time each kind is seen by a
+// Server and at Debug afterwards, so a misbehaving client that reconnects in
+// a loop does not flood the log.
+type errKind int
+
+const (
+	kindFrameSize errKind = iota
+	kindUnknownKey
+	kindVersion
+	kindMalformed
+	numErrKinds
+)
+
+func (s *Server) logProtocolError(log *zap.Logger, req *Request, err error) {
+	kind := kindMalformed
+	switch {
+	case errors.Is(err, ErrInvalidFrameSize):
+		kind = kindFrameSize
+	case errors.Is(err, ErrUnknownAPIKey):
+		kind = kindUnknownKey
+	case errors.Is(err, ErrUnsupportedVersion):
+		kind = kindVersion
+	}
+	fields := []zap.Field{zap.Error(err)}
+	if req != nil {
+		fields = append(fields, zap.Int16("key", req.Key), zap.Int16("version", req.Version),
+			zap.Int32("correlation_id", req.CorrelationID), zap.String("client_id", req.ClientID))
+	}
+	msg := "invalid request; closing connection"
+	if s.loggedKinds[kind].CompareAndSwap(false, true) {
+		log.Warn(msg+" (further ones of this kind are logged at debug)", fields...)
+		return
+	}
+	log.Debug(msg, fields...)
+}

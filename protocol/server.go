@@ -1,0 +1,362 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// Defaults for the Server's zero-valued fields, named after Kafka's configs.
+const (
+	// DefaultMaxRequestBytes is socket.request.max.bytes.
+	DefaultMaxRequestBytes = 104857600
+	// DefaultIdleTimeout is connections.max.idle.ms.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultMaxQueuedRequests is how many decoded requests a connection
+	// reads ahead of the one being handled.
+	DefaultMaxQueuedRequests = 16
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("protocol: server closed")
+
+// Request is one decoded request and where it came from.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      string
+	// Msg is the decoded body, at Version. Its strings and byte slices
+	// alias the request frame, which is never reused, so a handler may
+	// keep them.
+	Msg        kmsg.Request
+	Listener   string
+	RemoteAddr net.Addr
+}
+
+// Response is what a Handler answers.
+//
+// Exactly one of Msg, Body or NoResponse is used, in this order of
+// precedence: NoResponse writes nothing (acks=0 produce); Body streams a
+// pre-encoded response body; Msg is encoded with kmsg at the request's
+// version (the server sets it).
+type Response struct {
+	Msg        kmsg.Response
+	Body       BodyWriter
+	NoResponse bool
+}
+
+// BodyWriter streams a response body: everything after the response header.
+// The server writes the frame size (4 + header + Size()) and the header, then
+// calls WriteTo exactly once. w implements io.ReaderFrom: data from a
+// ReadFrom call goes to the TCP connection's ReadFrom (sendfile/splice) once
+// the small pieces buffered before it are flushed. WriteTo must write exactly
+// Size() bytes; anything else closes the connection.
+type BodyWriter interface {
+	Size() int64
+	WriteTo(w io.Writer) (int64, error)
+}
+
+// Handler serves requests. Requests of one connection are handled one at a
+// time, in the order they arrived. A returned error closes the connection
+// (after the responses to earlier requests were written). The context is
+// cancelled when the connection closes.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) (Response, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) (Response, error)
+
+// Handle implements Handler.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) (Response, error) { return f(ctx, req) }
+
+// ConnState is a connection's state change reported to Server.ConnState.
+type ConnState int
+
+const (
+	// StateNew: the connection was accepted.
+	StateNew ConnState = iota
+	// StateClosed: the connection was closed; reported once.
+	StateClosed
+)
+
+func (s ConnState) String() string {
+	switch s {
+	case StateNew:
+		return "new"
+	case StateClosed:
+		return "closed"
+	}
+	return "unknown"
+}
+
+// Server serves the Kafka protocol on one or more listeners. Set the fields
+// before the first Serve and do not change them afterwards.
+type Server struct {
+	Handler Handler
+	// Versions is the served key/version table; nil serves everything kmsg
+	// can decode.
+	Versions VersionTable
+	// MaxRequestBytes is socket.request.max.bytes; 0 means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int32
+	// ListenerName is copied into every Request (e.g. "PLAINTEXT").
+	ListenerName string
+	// Logger defaults to zap.NewNop().
+	Logger *zap.Logger
+
+	// MaxConnections caps open connections across all listeners served;
+	// Serve stops accepting while the cap is reached (like Kafka's
+	// max.connections). 0 means no cap.
+	MaxConnections int
+	// MaxQueuedRequests is the read-ahead per connection; 0 means
+	// DefaultMaxQueuedRequests.
+	MaxQueuedRequests int
+	// IdleTimeout closes a connection that sends nothing for this long
+	// (connections.max.idle.ms); 0 means DefaultIdleTimeout, negative
+	// means never.
+	IdleTimeout time.Duration
+	// ConnState, if set, is called when a connection is accepted and
+	// when it is closed (a hook for connection metrics).
+	ConnState func(net.Conn, ConnState)
+
+	initOnce sync.Once
+	closing  chan struct{} // closed by Shutdown/Close
+	sem      chan struct{} // MaxConnections slots, nil when uncapped
+	baseCtx  context.Context
+	cancel   context.CancelFunc
+
+	loggedKinds [numErrKinds]atomic.Bool
+
+	mu        sync.Mutex // guards the fields below
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closed    bool
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.closing = make(chan struct{})
+		if s.MaxConnections > 0 {
+			s.sem = make(chan struct{}, s.MaxConnections)
+		}
+		s.baseCtx, s.cancel = context.WithCancel(context.Background())
+		s.listeners = make(map[net.Listener]struct{})
+		s.conns = make(map[*conn]struct{})
+	})
+}
+
+func (s *Server) logger() *zap.Logger {
+	if s.Logger == nil {
+		return zap.NewNop()
+	}
+	return s.Logger
+}
+
+func (s *Server) maxRequestBytes() int32 {
+	if s.MaxRequestBytes <= 0 {
+		return DefaultMaxRequestBytes
+	}
+	return s.MaxRequestBytes
+}
+
+func (s *Server) maxQueued() int {
+	if s.MaxQueuedRequests <= 0 {
+		return DefaultMaxQueuedRequests
+	}
+	return s.MaxQueuedRequests
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout == 0 {
+		return DefaultIdleTimeout
+	}
+	return s.IdleTimeout
+}
+
+func (s *Server) versions() VersionTable {
+	if s.Versions == nil {
+		return kmsgVersions{}
+	}
+	return s.Versions
+}
+
+// Serve accepts connections on l until Shutdown or Close, or until Accept
+// fails with a permanent error. It always closes l. After Shutdown or Close
+// it returns ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error {
+	s.init()
+	if s.Handler == nil {
+		l.Close()
+		return errors.New("protocol: Server.Handler is nil")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+
+	log := s.logger()
+	var backoff time.Duration
+	for {
+		if s.sem != nil {
+			select {
+			case s.sem <- struct{}{}:
+			case <-s.closing:
+				return ErrServerClosed
+			}
+		}
+		nc, err := l.Accept()
+		if err != nil {
+			s.release()
+			select {
+			case <-s.closing:
+				return ErrServerClosed
+			default:
+			}
+			if te, ok := err.(interface{ Temporary() bool }); ok && te.Temporary() {
+				// EMFILE and the like: back off like net/http.
+				if backoff == 0 {
+					backoff = 5 * time.Millisecond
+				} else if backoff *= 2; backoff > time.Second {
+					backoff = time.Second
+				}
+				log.Warn("accept failed; retrying", zap.String("listener", s.ListenerName), zap.Error(err), zap.Duration("backoff", backoff))
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-s.closing:
+					t.Stop()
+					return ErrServerClosed
+				}
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			s.release()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		if s.ConnState != nil {
+			s.ConnState(nc, StateNew)
+		}
+		c.start()
+	}
+}
+
+func (s *Server) release() {
+	if s.sem != nil {
+		<-s.sem
+	}
+}
+
+// connDone is called once by a connection after it closed.
+func (s *Server) connDone(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.release()
+	if s.ConnState != nil {
+		s.ConnState(c.nc, StateClosed)
+	}
+}
+
+// stopAccepting closes the listeners and marks the server closed; it returns
+// the connections open at that moment.
+func (s *Server) stopAccepting() []*conn {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	for l := range s.listeners {
+		l.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// Shutdown stops the server gracefully, like net/http's: it closes the
+// listeners, stops reading new requests, lets every request already read
+// finish and its response be written, and closes each connection as soon as
+// it is idle. Requests a client sends after Shutdown began may not be read.
+// If ctx ends first, the remaining connections are closed, handler contexts
+// are cancelled and ctx.Err() is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	conns := s.stopAccepting()
+	for _, c := range conns {
+		c.beginShutdown()
+	}
+	for _, c := range conns {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			s.closeAll()
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close closes the listeners and all connections immediately, cancelling
+// handler contexts. It does not wait for handlers to return.
+func (s *Server) Close() error {
+	s.stopAccepting()
+	s.closeAll()
+	return nil
+}
+
+// waitConns waits until every connection has closed (tests).
+func (s *Server) waitConns() {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		<-c.done
+	}
+}
+
+func (s *Server) closeAll() {
+	s.cancel()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.nc.Close()
+	}
+}
