@@ -1,0 +1,409 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+)
+
+// AppendAsLeader validates records (one or more magic-2 batches) and appends them with
+// offsets assigned from the log end offset. The base offset and partition leader
+// epoch of every batch are rewritten in place (they lie outside the CRC), so the
+// bytes passed in are exactly what is written; under LogAppendTime the max timestamp
+// and CRC are rewritten too. Idempotent producers are checked: a duplicate of one of
+// the producer's last five batches returns the original offsets without appending
+// (AppendInfo.Duplicate). Control batches are accepted (OriginCoordinator rules);
+// use AppendAsLeaderOrigin with OriginClient for produce requests.
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.AppendAsLeaderOrigin(records, leaderEpoch, OriginCoordinator)
+}
+
+// AppendAsLeaderOrigin is AppendAsLeader with the origin's validation rules.
+func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, error) {
+	info, flushTo, err := l.appendLeader(records, leaderEpoch, origin)
+	if err != nil {
+		return info, err
+	}
+	if flushTo > 0 {
+		if err := l.flushTo(flushTo); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+type validated struct {
+	hdrs                 []BatchHeader
+	offs                 []int // start of each batch in records
+	records              int64
+	maxTs, offsetOfMaxTs int64 // offsetOfMaxTs relative: batch index
+	maxTsBatch           int
+}
+
+// validate checks every batch like UnifiedLog.analyzeAndValidateRecords and
+// LogValidator (CRC, sizes, counts, record structure, timestamps, keys for compacted
+// topics).
+func (l *Log) validate(records []byte, cfg Config, origin AppendOrigin, leader bool, nowMs int64) (*validated, error) {
+	if len(records) == 0 {
+		return &validated{}, nil
+	}
+	if int64(len(records)) > cfg.SegmentBytes {
+		return nil, fmt.Errorf("%w: record set of %d bytes exceeds segment.bytes %d", kerr.RecordListTooLarge, len(records), cfg.SegmentBytes)
+	}
+	v := &validated{maxTs: NoTimestamp}
+	pos := 0
+	err := WalkBatches(records, true, func(h BatchHeader, raw []byte) error {
+		if h.Size() > int64(cfg.MaxMessageBytes) {
+			return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", kerr.MessageTooLarge, h.Size(), cfg.MaxMessageBytes)
+		}
+		if leader {
+			if h.IsControl() && origin == OriginClient {
+				return errInvalid("clients are not allowed to write control records")
+			}
+			if h.HasProducerID() && h.BaseSequence < 0 && !h.IsControl() {
+				return errInvalid("invalid sequence number %d in record batch with producer id %d", h.BaseSequence, h.ProducerID)
+			}
+			maxRecTs := int64(NoTimestamp)
+			compacted := cfg.Compact() && !h.IsControl()
+			createTime := cfg.MessageTimestampType != TimestampLogAppendTime
+			if err := walkBatchRecords(h, raw, func(r *Record) error {
+				if compacted && r.Key == nil {
+					return errInvalid("compacted topic cannot accept message without key")
+				}
+				ts := h.BaseTimestamp + r.TimestampDelta
+				if createTime && ts != NoTimestamp && !h.IsControl() {
+					if (cfg.MessageTimestampBeforeMaxMs < nowMs && ts < nowMs-cfg.MessageTimestampBeforeMaxMs) ||
+						(cfg.MessageTimestampAfterMaxMs < math.MaxInt64-nowMs && ts > nowMs+cfg.MessageTimestampAfterMaxMs) {
+						return fmt.Errorf("%w: timestamp %d of record at offset delta %d is out of range (now %d)",
+							kerr.InvalidTimestamp, ts, r.OffsetDelta, nowMs)
+					}
+				}
+				maxRecTs = max(maxRecTs, ts)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if !createTime {
+				setMaxTimestamp(raw, true, nowMs)
+			} else if h.LogAppendTime() || h.MaxTimestamp != maxRecTs {
+				setMaxTimestamp(raw, false, maxRecTs)
+			}
+			h, _ = ParseBatchHeader(raw)
+		}
+		v.hdrs = append(v.hdrs, h)
+		v.offs = append(v.offs, pos)
+		v.records += int64(h.NumRecords)
+		if h.MaxTimestamp > v.maxTs {
+			v.maxTs, v.maxTsBatch = h.MaxTimestamp, len(v.hdrs)-1
+		}
+		pos += len(raw)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, int64, error) {
+	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return info, 0, ErrClosed
+	}
+	info.LogStartOffset = l.mu.logStartOffset
+	cfg := l.mu.cfg
+	nowMs := l.nowMs()
+	// duplicate check before anything is rewritten (UnifiedLog.analyzeAndValidateProducerState)
+	if len(records) >= BatchHeaderSize {
+		if h, err := ParseBatchHeader(records); err == nil && h.Size() == int64(len(records)) && checkBatch(h, records) == nil {
+			if dup, ok := l.mu.producers.duplicateOf(h); ok {
+				info.FirstOffset, info.LastOffset = dup.firstOffset(), dup.lastOffset
+				info.LogAppendTime, info.MaxTimestamp = dup.timestamp, dup.timestamp
+				info.OffsetOfMaxTimestamp = dup.lastOffset
+				info.Duplicate, info.NumBatches = true, 1
+				return info, 0, nil
+			}
+		}
+	}
+	v, err := l.validate(records, cfg, origin, true, nowMs)
+	if err != nil {
+		return info, 0, err
+	}
+	if len(v.hdrs) == 0 {
+		return info, 0, nil
+	}
+	// assign offsets and the leader epoch in place
+	off := l.mu.leo
+	u := l.mu.producers.begin()
+	for i := range v.hdrs {
+		raw := records[v.offs[i]:]
+		SetBaseOffset(raw, off)
+		SetPartitionLeaderEpoch(raw, leaderEpoch)
+		v.hdrs[i].BaseOffset, v.hdrs[i].PartitionLeaderEpoch = off, leaderEpoch
+		if err := u.append(v.hdrs[i], true); err != nil {
+			return info, 0, err
+		}
+		off = v.hdrs[i].NextOffset()
+	}
+	if err := l.appendLocked(records, v, cfg, nowMs); err != nil {
+		return info, 0, err
+	}
+	u.commit()
+	if l.mu.epochs.assign(leaderEpoch, v.hdrs[0].BaseOffset) {
+		if err := l.mu.epochs.flush(); err != nil {
+			return info, 0, err
+		}
+	}
+	l.fillInfo(&info, v, cfg)
+	if cfg.MessageTimestampType == TimestampLogAppendTime {
+		info.LogAppendTime = nowMs
+	}
+	return info, l.needFlush(cfg), nil
+}
+
+func (l *Log) fillInfo(info *AppendInfo, v *validated, cfg Config) {
+	info.FirstOffset = v.hdrs[0].BaseOffset
+	info.LastOffset = v.hdrs[len(v.hdrs)-1].LastOffset()
+	info.MaxTimestamp = v.maxTs
+	if len(v.hdrs) > 0 && v.maxTs != NoTimestamp {
+		info.OffsetOfMaxTimestamp = v.hdrs[v.maxTsBatch].LastOffset()
+	}
+	info.NumBatches = len(v.hdrs)
+	info.NumRecords = v.records
+	info.ValidBytes = int(v.hdrs[len(v.hdrs)-1].Size()) + v.offs[len(v.offs)-1]
+	info.LogStartOffset = l.mu.logStartOffset
+}
+
+// needFlush returns the offset to fsync up to when flush.messages is reached, else 0.
+// l.mu must be held.
+func (l *Log) needFlush(cfg Config) int64 {
+	if cfg.FlushMessages != math.MaxInt64 && l.mu.leo-l.mu.recoveryPoint >= cfg.FlushMessages {
+		return l.mu.leo
+	}
+	return 0
+}
+
+// appendLocked rolls if needed and writes the validated batches. l.mu must be held.
+func (l *Log) appendLocked(records []byte, v *validated, cfg Config, nowMs int64) error {
+	first, last := v.hdrs[0].BaseOffset, v.hdrs[len(v.hdrs)-1].LastOffset()
+	if err := l.maybeRoll(int64(len(records)), v.maxTs, first, last, cfg, nowMs); err != nil {
+		return err
+	}
+	seg := l.active()
+	if err := seg.appendBatches(records, v.hdrs, cfg.IndexIntervalBytes); err != nil {
+		l.logger.Error("append failed", zap.Int64("offset", first), zap.Error(err))
+		return err
+	}
+	l.mu.leo = last + 1
+	return nil
+}
+
+// maybeRoll rolls the active segment like UnifiedLog.maybeRoll / LogSegment.shouldRoll:
+// segment.bytes, segment.ms minus this segment's jitter (measured from the first
+// batch's timestamp), a full index, or an offset that no longer fits the index.
+func (l *Log) maybeRoll(size, maxTs, first, last int64, cfg Config, nowMs int64) error {
+	seg := l.active()
+	if seg.size > 0 && seg.rollingBasedTs == NoTimestamp {
+		_ = seg.scan(0, seg.size, func(h BatchHeader, _ int64) bool { seg.rollingBasedTs = h.MaxTimestamp; return false })
+	}
+	var waited int64
+	if seg.rollingBasedTs >= 0 {
+		waited = maxTs - seg.rollingBasedTs
+	} else {
+		waited = nowMs - seg.createdMs
+	}
+	overflow := last-seg.base > math.MaxInt32
+	should := seg.size > cfg.SegmentBytes-size ||
+		(seg.size > 0 && waited > cfg.SegmentMs-seg.rollJitterMs) ||
+		seg.idx.isFull() || seg.tidx.isFull() || overflow
+	if !should {
+		return nil
+	}
+	newBase := max(first, l.mu.leo)
+	if seg.size == 0 {
+		if seg.base == newBase || !overflow {
+			return nil // nothing to roll away from
+		}
+	}
+	return l.rollLocked(newBase, cfg, nowMs)
+}
+
+// rollLocked makes a new active segment at newBase. l.mu must be held.
+func (l *Log) rollLocked(newBase int64, cfg Config, nowMs int64) error {
+	old := l.active()
+	if old.size == 0 {
+		// an empty active segment is replaced
+		old.closeFiles()
+		if err := old.removeFiles(); err != nil {
+			return err
+		}
+		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
+	} else if err := old.onBecomeInactive(); err != nil {
+		return err
+	}
+	if err := writeSnapshot(l.fs, l.dir, newBase, l.mu.producers); err != nil {
+		return err
+	}
+	s, err := createSegment(l.fs, l.dir, newBase, cfg, nowMs, l.jitter(cfg))
+	if err != nil {
+		return err
+	}
+	l.mu.segments = append(l.mu.segments, s)
+	l.logger.Debug("rolled segment", zap.Int64("base", newBase))
+	// Kafka flushes the rolled segment in the background right away
+	if old.size > 0 {
+		l.bg.Add(1)
+		go func() {
+			defer l.bg.Done()
+			if err := l.flushTo(newBase); err != nil && !errors.Is(err, ErrClosed) {
+				l.logger.Warn("flush after roll failed", zap.Error(err))
+			}
+		}()
+	}
+	return nil
+}
+
+// Roll forces a new segment at the log end offset (if the active one is not empty).
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.active().size == 0 {
+		return nil
+	}
+	return l.rollLocked(l.mu.leo, l.mu.cfg, l.nowMs())
+}
+
+// AppendAsFollower appends batches whose offsets were assigned by the leader. The first
+// batch must start at or after the log end offset and offsets must increase (gaps,
+// as after compaction, are allowed). CRCs are checked; producer state and the leader
+// epoch cache are updated from the batches.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return info, ErrClosed
+	}
+	cfg := l.mu.cfg
+	nowMs := l.nowMs()
+	info.LogStartOffset = l.mu.logStartOffset
+	v, err := l.validate(records, cfg, OriginCoordinator, false, nowMs)
+	if err != nil {
+		l.mu.Unlock()
+		return info, err
+	}
+	if len(v.hdrs) == 0 {
+		l.mu.Unlock()
+		return info, nil
+	}
+	next := l.mu.leo
+	for _, h := range v.hdrs {
+		if h.BaseOffset < next {
+			l.mu.Unlock()
+			return info, fmt.Errorf("%w: batch at %d is below the expected offset %d", ErrUnexpectedAppendOffset, h.BaseOffset, next)
+		}
+		next = h.NextOffset()
+	}
+	if err := l.appendLocked(records, v, cfg, nowMs); err != nil {
+		l.mu.Unlock()
+		return info, err
+	}
+	u := l.mu.producers.begin()
+	changed := false
+	for _, h := range v.hdrs {
+		_ = u.append(h, false)
+		if h.PartitionLeaderEpoch >= 0 {
+			if lt, ok := l.mu.epochs.latest(); !ok || h.PartitionLeaderEpoch > lt.epoch {
+				changed = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
+			}
+		}
+	}
+	u.commit()
+	if changed {
+		if err := l.mu.epochs.flush(); err != nil {
+			l.mu.Unlock()
+			return info, err
+		}
+	}
+	l.fillInfo(&info, v, cfg)
+	flushTo := l.needFlush(cfg)
+	l.mu.Unlock()
+	if flushTo > 0 {
+		if err := l.flushTo(flushTo); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+// Flush fsyncs every segment up to the log end offset and advances the recovery point.
+func (l *Log) Flush() error {
+	l.mu.RLock()
+	leo := l.mu.leo
+	l.mu.RUnlock()
+	return l.flushTo(leo)
+}
+
+// flushTo makes every offset below target durable. Concurrent callers share fsyncs
+// (group commit): a caller that waited on flushMu usually finds the recovery point
+// already past its target.
+func (l *Log) flushTo(target int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushToLocked(target)
+}
+
+func (l *Log) flushToLocked(target int64) error {
+	l.mu.RLock()
+	if l.mu.closed {
+		l.mu.RUnlock()
+		return ErrClosed
+	}
+	if l.mu.recoveryPoint >= target {
+		l.mu.RUnlock()
+		return nil
+	}
+	upTo := l.mu.leo // flush everything written so far: serves every waiter
+	rp := l.mu.recoveryPoint
+	var segs []*segment
+	for i, s := range l.mu.segments {
+		if i+1 < len(l.mu.segments) && l.mu.segments[i+1].base <= rp {
+			continue
+		}
+		segs = append(segs, s)
+	}
+	l.mu.RUnlock()
+	for _, s := range segs {
+		if err := s.sync(); err != nil {
+			l.logger.Error("fsync failed", zap.Int64("segment", s.base), zap.Error(err))
+			return err
+		}
+	}
+	l.mu.Lock()
+	if upTo > l.mu.recoveryPoint && upTo <= l.mu.leo {
+		l.mu.recoveryPoint = upTo
+	}
+	l.mu.lastFlushMs = l.nowMs()
+	l.mu.Unlock()
+	return nil
+}
+
+// FlushIfDue flushes when flush.ms has passed since the last flush and there is
+// unflushed data (the Manager's periodic flusher calls it).
+func (l *Log) FlushIfDue() error {
+	l.mu.RLock()
+	due := !l.mu.closed && l.mu.leo > l.mu.recoveryPoint && l.nowMs()-l.mu.lastFlushMs >= l.mu.cfg.FlushMs
+	l.mu.RUnlock()
+	if !due {
+		return nil
+	}
+	return l.Flush()
+}

@@ -1,0 +1,379 @@
+package storage
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// Truncate removes every offset >= offset (UnifiedLog.truncateTo). Truncating at or
+// beyond the log end offset does nothing; below the log start offset it is
+// TruncateFullyAndStartAt(offset).
+func (l *Log) Truncate(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if offset < 0 {
+		return fmt.Errorf("storage: cannot truncate %s to a negative offset %d", l.dir, offset)
+	}
+	if offset >= l.mu.leo {
+		return nil
+	}
+	if offset < l.mu.logStartOffset {
+		return l.truncateFullyLocked(offset)
+	}
+	l.logger.Info("truncating log", zap.Int64("offset", offset), zap.Int64("logEndOffset", l.mu.leo))
+	keep := l.mu.segments[:0]
+	var removed []*segment
+	for _, s := range l.mu.segments {
+		if s.base > offset {
+			removed = append(removed, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	l.mu.segments = keep
+	l.bury(removed)
+	active := l.active()
+	if _, err := active.truncateTo(offset); err != nil {
+		return err
+	}
+	l.mu.leo = active.nextOffset
+	if l.mu.leo != offset && active.size > 0 {
+		// the truncation point fell inside a batch: Kafka truncates to the batch start
+		l.logger.Warn("truncation inside a batch", zap.Int64("offset", offset), zap.Int64("logEndOffset", l.mu.leo))
+	}
+	if active.size == 0 {
+		l.mu.leo = max(active.base, offset)
+		if l.mu.leo != active.base {
+			// an empty active segment must start at the log end offset
+			if err := l.replaceActiveLocked(l.mu.leo); err != nil {
+				return err
+			}
+		}
+	}
+	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.leo)
+	if l.mu.epochs.truncateFromEnd(l.mu.leo) {
+		if err := l.mu.epochs.flush(); err != nil {
+			return err
+		}
+	}
+	return l.rebuildProducerState()
+}
+
+func (l *Log) replaceActiveLocked(base int64) error {
+	old := l.active()
+	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
+	l.bury([]*segment{old})
+	s, err := createSegment(l.fs, l.dir, base, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
+	if err != nil {
+		return err
+	}
+	l.mu.segments = append(l.mu.segments, s)
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and starts an empty log at offset
+// (a follower far behind the leader's log start offset).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("storage: cannot start %s at a negative offset %d", l.dir, offset)
+	}
+	l.logger.Info("truncating fully", zap.Int64("newOffset", offset))
+	old := l.mu.segments
+	l.mu.segments = nil
+	l.bury(old)
+	s, err := createSegment(l.fs, l.dir, offset, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
+	if err != nil {
+		return err
+	}
+	l.mu.segments = []*segment{s}
+	l.mu.leo, l.mu.logStartOffset, l.mu.recoveryPoint = offset, offset, offset
+	l.mu.epochs.entries = nil
+	if err := l.mu.epochs.flush(); err != nil {
+		return err
+	}
+	offs, err := snapshotOffsets(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	for _, o := range offs {
+		if err := removeSnapshot(l.fs, l.dir, o); err != nil {
+			return err
+		}
+	}
+	l.mu.producers = newProducerState()
+	return nil
+}
+
+// bury removes the segments' files now and closes them after file.delete.delay.ms,
+// so that a FileRegion handed out just before stays readable (Kafka renames to
+// .deleted and deletes asynchronously). l.mu must be held.
+func (l *Log) bury(segs []*segment) {
+	at := l.nowMs() + l.mu.cfg.FileDeleteDelayMs
+	for _, s := range segs {
+		if err := s.removeFiles(); err != nil {
+			l.logger.Warn("removing segment files", zap.Int64("segment", s.base), zap.Error(err))
+		}
+		l.mu.graveyard = append(l.mu.graveyard, graveSegment{seg: s, closed: at})
+	}
+}
+
+// closeBuried closes removed segments whose delay has passed (all when force).
+// l.mu must be held.
+func (l *Log) closeBuried(force bool) {
+	now := l.nowMs()
+	keep := l.mu.graveyard[:0]
+	for _, g := range l.mu.graveyard {
+		if force || now >= g.closed {
+			g.seg.closeFiles()
+			continue
+		}
+		keep = append(keep, g)
+	}
+	l.mu.graveyard = keep
+}
+
+// IncrementLogStartOffset raises the log start offset (DeleteRecords, retention) and
+// deletes the segments wholly below it. It never moves the start backwards or past
+// the log end offset.
+func (l *Log) IncrementLogStartOffset(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if offset > l.mu.leo {
+		return fmt.Errorf("storage: cannot move the log start offset of %s to %d beyond the log end offset %d", l.dir, offset, l.mu.leo)
+	}
+	if offset <= l.mu.logStartOffset {
+		return nil
+	}
+	l.mu.logStartOffset = offset
+	if l.mu.epochs.truncateFromStart(offset) {
+		if err := l.mu.epochs.flush(); err != nil {
+			return err
+		}
+	}
+	l.deleteSegmentsBelowLocked(offset)
+	return nil
+}
+
+// deleteSegmentsBelowLocked deletes non-active segments whose every offset < off.
+func (l *Log) deleteSegmentsBelowLocked(off int64) {
+	n := 0
+	for n < len(l.mu.segments)-1 && l.mu.segments[n+1].base <= off {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	removed := append([]*segment(nil), l.mu.segments[:n]...)
+	l.mu.segments = append(l.mu.segments[:0], l.mu.segments[n:]...)
+	l.bury(removed)
+	// producer snapshots below the new first segment go too (keep the newest)
+	if offs, err := snapshotOffsets(l.fs, l.dir); err == nil {
+		for i, o := range offs {
+			if o < l.mu.segments[0].base && i < len(offs)-1 {
+				_ = removeSnapshot(l.fs, l.dir, o)
+			}
+		}
+	}
+}
+
+// DeleteOldSegments applies retention.ms and retention.bytes (when cleanup.policy has
+// delete): whole inactive segments are deleted and the log start offset moves to the
+// next segment's base (UnifiedLog.deleteOldSegments). It returns how many segments
+// were deleted.
+func (l *Log) DeleteOldSegments() (int, error) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return 0, ErrClosed
+	}
+	cfg := l.mu.cfg
+	if !cfg.Delete() {
+		return 0, nil
+	}
+	now := l.nowMs()
+	var total int64
+	for _, s := range l.mu.segments {
+		total += s.size
+	}
+	n := 0
+	for n < len(l.mu.segments)-1 {
+		s := l.mu.segments[n]
+		byTime := cfg.RetentionMs >= 0 && s.maxTs != NoTimestamp && now-s.maxTs > cfg.RetentionMs
+		if s.maxTs == NoTimestamp && cfg.RetentionMs >= 0 {
+			byTime = now-s.createdMs > cfg.RetentionMs
+		}
+		bySize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
+		if !byTime && !bySize {
+			break
+		}
+		total -= s.size
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	newStart := l.mu.segments[n].base
+	if newStart > l.mu.logStartOffset {
+		l.mu.logStartOffset = newStart
+		if l.mu.epochs.truncateFromStart(newStart) {
+			if err := l.mu.epochs.flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	l.deleteSegmentsBelowLocked(newStart)
+	l.logger.Info("deleted segments by retention", zap.Int("segments", n), zap.Int64("logStartOffset", newStart))
+	return n, nil
+}
+
+// Maintain does periodic housekeeping: closes removed segment files whose delay has
+// passed and expires idle producer ids.
+func (l *Log) Maintain() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return
+	}
+	l.closeBuried(false)
+	l.mu.producers.removeExpired(l.nowMs(), l.mu.cfg.ProducerIDExpirationMs)
+}
+
+// AssignEpochStartOffset records that leader epoch epoch starts at startOffset and
+// writes leader-epoch-checkpoint (LeaderEpochFileCache.assign).
+func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if epoch < 0 || startOffset < 0 {
+		return fmt.Errorf("storage: invalid leader epoch %d / start offset %d", epoch, startOffset)
+	}
+	if l.mu.epochs.assign(epoch, startOffset) {
+		return l.mu.epochs.flush()
+	}
+	return nil
+}
+
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch (LeaderEpochFileCache.endOffsetFor):
+// the largest epoch <= epoch known to this log and the start offset of the next
+// epoch (or the log end offset for the latest epoch). (-1, -1) when unknown.
+func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo)
+}
+
+// LatestEpoch returns the newest leader epoch in the cache.
+func (l *Log) LatestEpoch() (int32, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e, ok := l.mu.epochs.latest()
+	return e.epoch, ok
+}
+
+// EpochEntries returns the leader epoch cache as (epoch, start offset) pairs.
+func (l *Log) EpochEntries() [][2]int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([][2]int64, len(l.mu.epochs.entries))
+	for i, e := range l.mu.epochs.entries {
+		out[i] = [2]int64{int64(e.epoch), e.start}
+	}
+	return out
+}
+
+// EpochForOffset returns the leader epoch of the given offset, if known.
+func (l *Log) EpochForOffset(off int64) (int32, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.epochForOffset(off)
+}
+
+// Close flushes the log, writes a producer snapshot at the log end offset, trims the
+// indexes and closes every file. Later calls return ErrClosed (Close itself nil).
+func (l *Log) Close() error {
+	l.flushMu.Lock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		l.flushMu.Unlock()
+		return nil
+	}
+	l.mu.closed = true
+	var err error
+	for i, s := range l.mu.segments {
+		if i+1 < len(l.mu.segments) && l.mu.segments[i+1].base <= l.mu.recoveryPoint {
+			continue
+		}
+		if serr := s.sync(); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err == nil {
+		l.mu.recoveryPoint = l.mu.leo
+		err = writeSnapshot(l.fs, l.dir, l.mu.leo, l.mu.producers)
+	}
+	if cerr := l.closeSegments(); err == nil {
+		err = cerr
+	}
+	l.mu.Unlock()
+	l.flushMu.Unlock()
+	l.bg.Wait()
+	return err
+}
+
+// closeSegments closes every segment (trimming indexes). l.mu must be held or the
+// log not yet shared.
+func (l *Log) closeSegments() error {
+	var first error
+	for _, s := range l.mu.segments {
+		if err := s.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	l.closeBuried(true)
+	return first
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	l.flushMu.Lock()
+	l.mu.Lock()
+	if !l.mu.closed {
+		l.mu.closed = true
+		for _, s := range l.mu.segments {
+			s.closeFiles()
+		}
+		l.closeBuried(true)
+	}
+	err := l.fs.RemoveAll(l.dir)
+	l.mu.Unlock()
+	l.flushMu.Unlock()
+	l.bg.Wait()
+	return err
+}

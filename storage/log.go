@@ -1,0 +1,503 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// ErrClosed is returned by a Log after Close or Delete.
+var ErrClosed = errors.New("storage: log is closed")
+
+// ErrUnexpectedAppendOffset is returned by AppendAsFollower when the records do not
+// start at or after the log end offset or their offsets do not increase
+// (UnexpectedAppendOffsetException / OffsetsOutOfOrderException in Kafka).
+var ErrUnexpectedAppendOffset = errors.New("storage: unexpected append offset")
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+
+// DirName is the partition directory name, <topic>-<partition>.
+func (tp TopicPartition) DirName() string { return tp.String() }
+
+// ParseTopicPartition parses a partition directory name <topic>-<partition>.
+func ParseTopicPartition(dir string) (TopicPartition, error) {
+	i := strings.LastIndexByte(dir, '-')
+	if i <= 0 || i == len(dir)-1 {
+		return TopicPartition{}, fmt.Errorf("storage: %q is not a partition directory", dir)
+	}
+	p, err := strconv.ParseInt(dir[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return TopicPartition{}, fmt.Errorf("storage: %q is not a partition directory", dir)
+	}
+	return TopicPartition{Topic: dir[:i], Partition: int32(p)}, nil
+}
+
+// LogOptions configure OpenLog.
+type LogOptions struct {
+	FS     vfs.FS // default vfs.Default
+	Dir    string // the partition directory, created if missing
+	Config Config
+	Now    func() time.Time // default time.Now
+	Logger *zap.Logger      // default no-op
+	// RecoveryPoint is the offset up to which the log is known to be flushed
+	// (recovery-point-offset-checkpoint); everything from it is rescanned unless
+	// HadCleanShutdown.
+	RecoveryPoint    int64
+	LogStartOffset   int64
+	HadCleanShutdown bool
+	// TopicID is written to partition.metadata when non-zero and checked against an
+	// existing one (kerr.InconsistentTopicID on mismatch).
+	TopicID [16]byte
+	// Rand returns the segment roll jitter source; default math/rand/v2.
+	Rand func(n int64) int64
+}
+
+// AppendInfo describes an append (LogAppendInfo).
+type AppendInfo struct {
+	FirstOffset          int64 // offset of the first record; -1 when nothing was appended
+	LastOffset           int64
+	MaxTimestamp         int64
+	OffsetOfMaxTimestamp int64
+	LogAppendTime        int64 // -1 unless the topic uses LogAppendTime (or a duplicate's timestamp)
+	LogStartOffset       int64
+	NumBatches           int
+	NumRecords           int64
+	ValidBytes           int
+	Duplicate            bool // the batch repeats one already in the log (idempotent retry)
+}
+
+// ReadInfo is the result of Read.
+type ReadInfo struct {
+	Region           FileRegion // whole batches within one segment; Len 0 when none
+	FirstBatchOffset int64      // base offset of the first batch in Region (the read offset when empty)
+	LogStartOffset   int64
+	LogEndOffset     int64
+}
+
+// AppendOrigin says who appends as leader, which decides the validation applied.
+type AppendOrigin int8
+
+const (
+	// OriginClient is a producer: control batches are rejected.
+	OriginClient AppendOrigin = iota
+	// OriginCoordinator is a broker component (transaction markers, group
+	// coordinator, raft): control batches are accepted.
+	OriginCoordinator
+)
+
+// Log is one partition's log: segments of Kafka-format record batches with their
+// indexes, the leader epoch cache and idempotent producer state. It is safe for
+// concurrent use.
+//
+// Lock order: flushMu, then mu. Reads take mu shared; appends, truncation and
+// roll take it exclusively; fsync runs holding only flushMu.
+type Log struct {
+	fs     vfs.FS
+	dir    string
+	now    func() time.Time
+	logger *zap.Logger
+	rnd    func(int64) int64
+
+	flushMu sync.Mutex // serializes flushes (group commit) and structural changes
+	bg      sync.WaitGroup
+
+	mu struct {
+		sync.RWMutex
+		cfg            Config
+		segments       []*segment // ascending base offsets; last is active
+		logStartOffset int64
+		leo            int64
+		recoveryPoint  int64
+		lastFlushMs    int64
+		epochs         *epochCache
+		producers      *producerState
+		topicID        [16]byte
+		closed         bool
+		graveyard      []graveSegment // removed segments whose files close later
+	}
+}
+
+type graveSegment struct {
+	seg    *segment
+	closed int64 // ms when it may be closed
+}
+
+func (l *Log) nowMs() int64 { return l.now().UnixMilli() }
+
+func (l *Log) jitter(cfg Config) int64 {
+	if cfg.SegmentJitterMs <= 0 {
+		return 0
+	}
+	return l.rnd(min(cfg.SegmentJitterMs, cfg.SegmentMs))
+}
+
+// OpenLog opens (creating if needed) the log in o.Dir: it loads the segments,
+// recovers the unflushed tail after an unclean shutdown, and rebuilds the producer
+// state and leader epoch cache.
+func OpenLog(o LogOptions) (*Log, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Rand == nil {
+		o.Rand = func(n int64) int64 { return rand.Int64N(n) }
+	}
+	if o.Config.SegmentBytes == 0 {
+		o.Config = DefaultConfig()
+	}
+	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand,
+		logger: o.Logger.With(zap.String("dir", filepath.Base(o.Dir)))}
+	l.mu.cfg = o.Config
+	if err := l.fs.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := l.loadTopicID(o.TopicID); err != nil {
+		return nil, err
+	}
+	var err error
+	if l.mu.epochs, err = loadEpochCache(l.fs, o.Dir); err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", o.Dir, err)
+	}
+	if err := l.loadSegments(o); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) loadTopicID(want [16]byte) error {
+	have, ok, err := readPartitionMetadata(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ok && want != [16]byte{} && have != want:
+		return fmt.Errorf("%w: topic id %s in %s does not match %s", kerr.InconsistentTopicID,
+			TopicIDString(have), l.dir, TopicIDString(want))
+	case ok:
+		l.mu.topicID = have
+	case want != [16]byte{}:
+		if err := writePartitionMetadata(l.fs, l.dir, want); err != nil {
+			return err
+		}
+		l.mu.topicID = want
+	}
+	return nil
+}
+
+func (l *Log) loadSegments(o LogOptions) error {
+	ents, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	cfg := l.mu.cfg
+	nowMs := l.nowMs()
+	var bases []int64
+	hasLog := map[int64]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, ".cleaned"),
+			strings.HasSuffix(name, ".swap"), strings.HasSuffix(name, ".tmp"):
+			_ = l.fs.Remove(filepath.Join(l.dir, name))
+		case strings.HasSuffix(name, logSuffix):
+			if b, err := strconv.ParseInt(strings.TrimSuffix(name, logSuffix), 10, 64); err == nil && b >= 0 {
+				bases = append(bases, b)
+				hasLog[b] = true
+			}
+		}
+	}
+	// orphaned index files (no .log) are removed, as LogLoader does
+	for _, e := range ents {
+		name := e.Name()
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+			if strings.HasSuffix(name, suf) {
+				if b, err := strconv.ParseInt(strings.TrimSuffix(name, suf), 10, 64); err == nil && !hasLog[b] {
+					_ = l.fs.Remove(filepath.Join(l.dir, name))
+				}
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	recoveryPoint := o.RecoveryPoint
+	var prevNext int64 = -1
+	for i, base := range bases {
+		s, err := openSegment(l.fs, l.dir, base, cfg, nowMs)
+		if err != nil {
+			return err
+		}
+		l.mu.segments = append(l.mu.segments, s)
+		// a segment holds offsets up to the next segment's base: it needs recovery
+		// when the recovery point falls inside or before it
+		needRecovery := !o.HadCleanShutdown && (i == len(bases)-1 || bases[i+1] > recoveryPoint)
+		if !needRecovery {
+			ok, err := s.loadIndexes()
+			if err != nil {
+				return err
+			}
+			needRecovery = !ok
+			if !ok {
+				l.logger.Warn("rebuilding corrupt or missing index", zap.Int64("segment", base))
+			}
+		}
+		if needRecovery {
+			truncated, err := s.recover(cfg.IndexIntervalBytes, func(h BatchHeader) {
+				if h.PartitionLeaderEpoch >= 0 {
+					if lt, ok := l.mu.epochs.latest(); !ok || h.PartitionLeaderEpoch > lt.epoch {
+						l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+					}
+				}
+			})
+			if err != nil {
+				return err
+			}
+			if truncated > 0 {
+				l.logger.Warn("truncated invalid bytes at the end of segment during recovery",
+					zap.Int64("segment", base), zap.Int64("bytes", truncated))
+			}
+			if err := s.sync(); err != nil {
+				return err
+			}
+			if truncated > 0 || (prevNext >= 0 && s.size > 0 && s.base < prevNext) {
+				// everything after the first corruption is gone (LogLoader.recoverLog)
+				for _, later := range bases[i+1:] {
+					for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+						_ = l.fs.Remove(segmentName(l.dir, later, suf))
+					}
+				}
+				break
+			}
+		}
+		prevNext = s.nextOffset
+	}
+	// an empty segment other than the active one is dropped
+	segs := l.mu.segments[:0]
+	for i, s := range l.mu.segments {
+		if s.size == 0 && i < len(l.mu.segments)-1 {
+			s.closeFiles()
+			s.removeFiles()
+			continue
+		}
+		segs = append(segs, s)
+	}
+	l.mu.segments = segs
+
+	if len(l.mu.segments) == 0 {
+		s, err := createSegment(l.fs, l.dir, max(o.LogStartOffset, 0), cfg, nowMs, l.jitter(cfg))
+		if err != nil {
+			return err
+		}
+		l.mu.segments = []*segment{s}
+	}
+	for _, s := range l.mu.segments[:len(l.mu.segments)-1] {
+		if err := s.onBecomeInactive(); err != nil {
+			return err
+		}
+	}
+	active := l.active()
+	active.rollJitterMs = l.jitter(cfg)
+	if err := active.idx.resize(true); err != nil {
+		return err
+	}
+	if err := active.tidx.resize(true); err != nil {
+		return err
+	}
+	l.mu.leo = active.nextOffset
+	l.mu.logStartOffset = max(o.LogStartOffset, l.mu.segments[0].base)
+	if l.mu.logStartOffset > l.mu.leo {
+		// the checkpointed log start is beyond the data: start over there
+		if err := l.truncateFullyLocked(l.mu.logStartOffset); err != nil {
+			return err
+		}
+	}
+	l.mu.recoveryPoint = l.mu.leo
+	if o.HadCleanShutdown {
+		l.mu.recoveryPoint = l.mu.leo
+	}
+	l.mu.lastFlushMs = nowMs
+	if l.mu.epochs.truncateFromEnd(l.mu.leo) || l.mu.epochs.truncateFromStart(l.mu.logStartOffset) {
+		if err := l.mu.epochs.flush(); err != nil {
+			return err
+		}
+	}
+	return l.rebuildProducerState()
+}
+
+func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
+
+// rebuildProducerState loads the newest producer snapshot at or below the log end
+// offset and replays the batches after it (ProducerStateManager.truncateAndReload +
+// UnifiedLog.rebuildProducerState). l.mu must be held.
+func (l *Log) rebuildProducerState() error {
+	offs, err := snapshotOffsets(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	ps := newProducerState()
+	from := l.mu.logStartOffset
+	for i := len(offs) - 1; i >= 0; i-- {
+		off := offs[i]
+		if off > l.mu.leo {
+			if err := removeSnapshot(l.fs, l.dir, off); err != nil {
+				return err
+			}
+			continue
+		}
+		data, err := vfs.ReadFile(l.fs, segmentName(l.dir, off, snapshotSuffix))
+		if err != nil {
+			return err
+		}
+		entries, derr := decodeSnapshot(data)
+		if derr != nil {
+			l.logger.Warn("deleting corrupt producer snapshot", zap.Int64("offset", off), zap.Error(derr))
+			if err := removeSnapshot(l.fs, l.dir, off); err != nil {
+				return err
+			}
+			continue
+		}
+		if off >= from {
+			ps.entries, from = entries, off
+		}
+		break
+	}
+	u := ps.begin()
+	for _, s := range l.mu.segments {
+		if s.nextOffset <= from {
+			continue
+		}
+		_, pos := s.idx.lookup(from)
+		if err := s.scan(pos, s.size, func(h BatchHeader, _ int64) bool {
+			if h.BaseOffset >= from {
+				_ = u.append(h, false)
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+	}
+	u.commit()
+	l.mu.producers = ps
+	return nil
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// TopicID returns the topic id from partition.metadata (zero when unknown).
+func (l *Log) TopicID() [16]byte {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.topicID
+}
+
+// SetTopicID writes partition.metadata when the log has no topic id yet.
+func (l *Log) SetTopicID(id [16]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.topicID == id {
+		return nil
+	}
+	if l.mu.topicID != [16]byte{} {
+		return fmt.Errorf("%w: log %s has topic id %s, not %s", kerr.InconsistentTopicID, l.dir,
+			TopicIDString(l.mu.topicID), TopicIDString(id))
+	}
+	if err := writePartitionMetadata(l.fs, l.dir, id); err != nil {
+		return err
+	}
+	l.mu.topicID = id
+	return nil
+}
+
+// Config returns the log's config.
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.cfg
+}
+
+// SetConfig changes the config (topic config change); it applies to later appends.
+func (l *Log) SetConfig(cfg Config) {
+	l.mu.Lock()
+	l.mu.cfg = cfg
+	l.mu.Unlock()
+}
+
+// LogStartOffset is the first offset a reader may fetch.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStartOffset
+}
+
+// LogEndOffset is the offset the next record will get.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.leo
+}
+
+// RecoveryPoint is the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.recoveryPoint
+}
+
+// Size is the total size of the segments' .log files.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segments {
+		n += s.size
+	}
+	return n
+}
+
+// NumSegments is the number of segments.
+func (l *Log) NumSegments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.mu.segments)
+}
+
+// FirstUnstableOffset is the first offset of the oldest open transaction, or -1.
+func (l *Log) FirstUnstableOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.producers.firstUnstableOffset()
+}
+
+// ProducerEpoch returns the last epoch and sequence seen for a producer id.
+func (l *Log) ProducerEpoch(pid int64) (epoch int16, lastSeq int32, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e := l.mu.producers.entries[pid]
+	if e == nil {
+		return NoProducerEpoch, NoSequence, false
+	}
+	return e.epoch, e.lastSeq(), true
+}

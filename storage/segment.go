@@ -1,0 +1,439 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// segment is one <base>.log with its .index and .timeindex (LogSegment.java).
+// Every field is guarded by the owning Log's mu.
+type segment struct {
+	fs   vfs.FS
+	dir  string
+	base int64
+
+	log  vfs.File
+	size int64 // valid bytes in .log; appends go to this position
+	idx  *offsetIndex
+	tidx *timeIndex
+
+	nextOffset      int64 // last offset in the segment + 1 (base when empty)
+	maxTs           int64 // largest batch max timestamp so far (NoTimestamp when none)
+	maxTsOffset     int64 // last offset of the batch holding maxTs ("shallow" offset)
+	bytesSinceIndex int64
+	rollingBasedTs  int64 // max timestamp of the first append, NoTimestamp when none
+	createdMs       int64
+	rollJitterMs    int64
+}
+
+func segmentName(dir string, base int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, suffix))
+}
+
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
+	snapshotSuffix  = ".snapshot"
+	deletedSuffix   = ".deleted"
+)
+
+func indexEntries(cfg Config, entrySize int) int {
+	return max(int(cfg.SegmentIndexBytes)/entrySize, 1)
+}
+
+// createSegment makes a new empty active segment with preallocated indexes.
+func createSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs, jitter int64) (*segment, error) {
+	s := &segment{fs: fs, dir: dir, base: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base,
+		rollingBasedTs: NoTimestamp, createdMs: nowMs, rollJitterMs: jitter}
+	var err error
+	flags := os.O_CREATE | os.O_RDWR | os.O_TRUNC
+	if s.log, err = fs.OpenFile(segmentName(dir, base, logSuffix), flags, 0o644); err != nil {
+		return nil, err
+	}
+	fi, err := fs.OpenFile(segmentName(dir, base, indexSuffix), flags, 0o644)
+	if err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	ft, err := fs.OpenFile(segmentName(dir, base, timeIndexSuffix), flags, 0o644)
+	if err != nil {
+		s.log.Close()
+		fi.Close()
+		return nil, err
+	}
+	s.idx = &offsetIndex{f: fi, base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
+	s.tidx = &timeIndex{f: ft, base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
+	if err := s.idx.resize(true); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if err := s.tidx.resize(true); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSegment opens an existing segment. When trustIndexes, the indexes are loaded and
+// sanity-checked (rebuilt if they fail); otherwise the caller recovers the segment.
+// nextOffset, maxTs and the other in-memory state are rebuilt from the log.
+func openSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs int64) (*segment, error) {
+	s := &segment{fs: fs, dir: dir, base: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base,
+		rollingBasedTs: NoTimestamp, createdMs: nowMs}
+	var err error
+	if s.log, err = fs.OpenFile(segmentName(dir, base, logSuffix), os.O_RDWR, 0o644); err != nil {
+		return nil, err
+	}
+	st, err := s.log.Stat()
+	if err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	s.size = st.Size()
+	fi, err := fs.OpenFile(segmentName(dir, base, indexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	ft, err := fs.OpenFile(segmentName(dir, base, timeIndexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		s.log.Close()
+		fi.Close()
+		return nil, err
+	}
+	s.idx = &offsetIndex{f: fi, base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
+	s.tidx = &timeIndex{f: ft, base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
+	return s, nil
+}
+
+// loadIndexes loads the index files and derives nextOffset/maxTs by scanning from the
+// last index entry. It reports false when the indexes must be rebuilt (recover).
+func (s *segment) loadIndexes() (bool, error) {
+	idx, ok, err := loadOffsetIndex(s.idx.f, s.base, s.idx.maxEntries, s.size)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	s.idx = idx
+	// the last batch: scan from the last index entry
+	_, pos := s.idx.lookup(1<<62 - 1)
+	next := s.base
+	var lastBatchEnd int64 = pos
+	err = s.scan(pos, s.size, func(h BatchHeader, p int64) bool {
+		next = h.NextOffset()
+		lastBatchEnd = p + h.Size()
+		return true
+	})
+	if err != nil || lastBatchEnd != s.size {
+		return false, nil // torn or corrupt tail: recover
+	}
+	if len(s.idx.entries) > 0 && next <= s.idx.lastOffset() {
+		return false, nil
+	}
+	s.nextOffset = next
+	tidx, ok, err := loadTimeIndex(s.tidx.f, s.base, s.tidx.maxEntries, next)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	s.tidx = tidx
+	// max timestamp so far: last time index entry, then the batches after it
+	// (LogSegment.readLargestTimestamp)
+	if err := s.readLargestTimestamp(); err != nil {
+		return false, err
+	}
+	s.bytesSinceIndex = s.size - pos
+	return true, nil
+}
+
+func (s *segment) readLargestTimestamp() error {
+	ts, off := s.tidx.last()
+	s.maxTs, s.maxTsOffset = ts, off
+	_, pos := s.idx.lookup(off)
+	return s.scan(pos, s.size, func(h BatchHeader, _ int64) bool {
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
+		}
+		return true
+	})
+}
+
+var errTorn = errors.New("torn batch at the end of the segment")
+
+// scan calls fn with every batch header from pos up to end (positions of batch
+// starts); fn returns false to stop. It checks framing only, not CRCs. A batch that
+// does not fit before end returns errTorn.
+func (s *segment) scan(pos, end int64, fn func(h BatchHeader, pos int64) bool) error {
+	var buf [BatchHeaderSize]byte
+	window := make([]byte, 0, 32<<10)
+	var wpos int64 // file position of window[0]
+	for pos < end {
+		if end-pos < BatchHeaderSize {
+			return errTorn
+		}
+		if pos < wpos || pos+BatchHeaderSize > wpos+int64(len(window)) {
+			n := min(int64(cap(window)), end-pos)
+			window = window[:n]
+			m, err := s.log.ReadAt(window, pos)
+			if err != nil && !(err == io.EOF && int64(m) >= BatchHeaderSize) {
+				if err == io.EOF {
+					return errTorn
+				}
+				return err
+			}
+			window, wpos = window[:m], pos
+		}
+		copy(buf[:], window[pos-wpos:])
+		h, _ := ParseBatchHeader(buf[:])
+		if _, err := checkFraming(h, int(min(end-pos, 1<<31-1))); err != nil {
+			if h.Length >= minBatchLength && pos+h.Size() > end {
+				return errTorn
+			}
+			return err
+		}
+		if !fn(h, pos) {
+			return nil
+		}
+		pos += h.Size()
+	}
+	return nil
+}
+
+// translateOffset finds the first batch whose last offset >= off (searching from the
+// index entry below it). found is false when there is none before end.
+func (s *segment) translateOffset(off, end int64) (pos int64, h BatchHeader, found bool, err error) {
+	_, start := s.idx.lookup(off)
+	err = s.scan(start, end, func(bh BatchHeader, p int64) bool {
+		if bh.LastOffset() >= off {
+			pos, h, found = p, bh, true
+			return false
+		}
+		return true
+	})
+	return pos, h, found, err
+}
+
+// appendBatches writes already validated batches (with final offsets) at s.size and
+// maintains the indexes like LogSegment.append, one index decision per batch.
+func (s *segment) appendBatches(data []byte, hdrs []BatchHeader, interval int32) error {
+	if _, err := s.log.WriteAt(data, s.size); err != nil {
+		_ = s.log.Truncate(s.size) // best effort: drop a partial write
+		return err
+	}
+	pos := s.size
+	if s.size == 0 && len(hdrs) > 0 {
+		var maxTs int64 = NoTimestamp
+		for _, h := range hdrs {
+			maxTs = max(maxTs, h.MaxTimestamp)
+		}
+		s.rollingBasedTs = maxTs
+	}
+	for _, h := range hdrs {
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
+		}
+		if s.bytesSinceIndex > int64(interval) && !s.idx.isFull() && !s.tidx.isFull() {
+			if err := s.idx.append(h.LastOffset(), pos); err != nil {
+				return err
+			}
+			if err := s.tidx.maybeAppend(s.maxTs, s.maxTsOffset, false); err != nil {
+				return err
+			}
+			s.bytesSinceIndex = 0
+		}
+		s.bytesSinceIndex += h.Size()
+		pos += h.Size()
+		s.nextOffset = h.NextOffset()
+	}
+	s.size = pos
+	return nil
+}
+
+// recover rescans the whole segment: CRC of every batch, offsets increasing, rebuilds
+// both indexes and truncates at the first invalid byte (LogSegment.recover). It calls
+// onBatch for every valid batch (producer state, leader epochs). It returns the number
+// of bytes truncated.
+func (s *segment) recover(interval int32, onBatch func(h BatchHeader)) (int64, error) {
+	s.idx.reset()
+	s.tidx.reset()
+	s.maxTs, s.maxTsOffset = NoTimestamp, s.base
+	s.nextOffset = s.base
+	var valid, lastIndexEntry int64
+	buf := getBuf()
+	defer putBuf(buf)
+	err := s.scan(0, s.size, func(h BatchHeader, pos int64) bool {
+		if h.BaseOffset < s.base || h.LastOffset()-s.base > 1<<31-1 || (valid > 0 && h.BaseOffset < s.nextOffset) {
+			return false
+		}
+		if cap(buf.b) < int(h.Size()) {
+			buf.b = make([]byte, h.Size())
+		}
+		raw := buf.b[:h.Size()]
+		if _, err := s.log.ReadAt(raw, pos); err != nil {
+			return false
+		}
+		if checkBatch(h, raw) != nil {
+			return false
+		}
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
+		}
+		if valid-lastIndexEntry > int64(interval) && !s.idx.isFull() {
+			if s.idx.append(h.LastOffset(), valid) != nil {
+				return false
+			}
+			_ = s.tidx.maybeAppend(s.maxTs, s.maxTsOffset, false)
+			lastIndexEntry = valid
+		}
+		valid += h.Size()
+		s.nextOffset = h.NextOffset()
+		if onBatch != nil {
+			onBatch(h)
+		}
+		return true
+	})
+	var hard error
+	if err != nil && !errors.Is(err, errTorn) && !isCorrupt(err) {
+		hard = err
+	}
+	if hard != nil {
+		return 0, hard
+	}
+	truncated := s.size - valid
+	if truncated > 0 {
+		if err := s.log.Truncate(valid); err != nil {
+			return 0, err
+		}
+		s.size = valid
+	}
+	s.bytesSinceIndex = valid - lastIndexEntry
+	if valid == 0 {
+		s.bytesSinceIndex = 0
+		s.rollingBasedTs = NoTimestamp
+	}
+	return truncated, nil
+}
+
+func isCorrupt(err error) bool {
+	return errors.Is(err, kerr.CorruptMessage) || errors.Is(err, kerr.InvalidRecord)
+}
+
+// onBecomeInactive: final time index entry, trim both indexes (LogSegment.onBecomeInactiveSegment).
+func (s *segment) onBecomeInactive() error {
+	if s.maxTs != NoTimestamp {
+		if err := s.tidx.maybeAppend(s.maxTs, s.maxTsOffset, true); err != nil {
+			return err
+		}
+	}
+	if err := s.idx.resize(false); err != nil {
+		return err
+	}
+	return s.tidx.resize(false)
+}
+
+// truncateTo removes every batch with offset >= off from this segment.
+func (s *segment) truncateTo(off int64) (int64, error) {
+	pos, _, found, err := s.translateOffset(off, s.size)
+	if err != nil {
+		return 0, err
+	}
+	s.idx.truncateTo(off)
+	s.tidx.truncateTo(off)
+	if err := s.idx.resize(true); err != nil {
+		return 0, err
+	}
+	if err := s.tidx.resize(true); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, nil
+	}
+	truncated := s.size - pos
+	if err := s.log.Truncate(pos); err != nil {
+		return 0, err
+	}
+	s.size = pos
+	s.bytesSinceIndex = 0
+	// recompute nextOffset and the max timestamp from what is left
+	s.nextOffset = s.base
+	_, ipos := s.idx.lookup(off)
+	if err := s.scan(ipos, s.size, func(h BatchHeader, _ int64) bool { s.nextOffset = h.NextOffset(); return true }); err != nil {
+		return 0, err
+	}
+	if s.size == 0 {
+		s.rollingBasedTs = NoTimestamp
+	}
+	if err := s.readLargestTimestamp(); err != nil {
+		return 0, err
+	}
+	return truncated, nil
+}
+
+func (s *segment) sync() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.idx.f.Sync(); err != nil {
+		return err
+	}
+	return s.tidx.f.Sync()
+}
+
+func (s *segment) closeFiles() error {
+	var first error
+	for _, f := range []vfs.File{s.log, idxFile(s.idx), tidxFile(s.tidx)} {
+		if f != nil {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func idxFile(ix *offsetIndex) vfs.File {
+	if ix == nil {
+		return nil
+	}
+	return ix.f
+}
+
+func tidxFile(ix *timeIndex) vfs.File {
+	if ix == nil {
+		return nil
+	}
+	return ix.f
+}
+
+// close trims the indexes (with the final time index entry) and closes the files.
+func (s *segment) close() error {
+	err := s.onBecomeInactive()
+	if cerr := s.closeFiles(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// removeFiles deletes the segment's files (not closing them: readers may still hold
+// a FileRegion; the Log closes them later).
+func (s *segment) removeFiles() error {
+	var first error
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+		if err := s.fs.Remove(segmentName(s.dir, s.base, suf)); err != nil && !os.IsNotExist(err) && first == nil {
+			first = err
+		}
+	}
+	return first
+}

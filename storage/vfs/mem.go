@@ -1,0 +1,438 @@
+package vfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MemFS is an in-memory FS for tests. It remembers what each file held at its last
+// Sync, so CrashClone can model a power loss: unsynced bytes are gone.
+type MemFS struct {
+	mu    sync.Mutex
+	nodes map[string]*memNode // cleaned absolute-ish path -> node; dirs and files
+}
+
+type memNode struct {
+	dir    bool
+	mu     sync.Mutex // guards data, synced, mod
+	data   []byte
+	synced []byte
+	mod    time.Time
+}
+
+// NewMem returns an empty in-memory file system whose root directory exists.
+func NewMem() FS { return newMem() }
+
+// NewMemFS is NewMem with the concrete type, for CrashClone.
+func NewMemFS() *MemFS { return newMem() }
+
+func newMem() *MemFS {
+	m := &MemFS{nodes: map[string]*memNode{}}
+	m.nodes["/"] = &memNode{dir: true}
+	m.nodes["."] = &memNode{dir: true}
+	return m
+}
+
+func clean(name string) string {
+	c := filepath.ToSlash(filepath.Clean(name))
+	return c
+}
+
+func parent(name string) string {
+	p := path.Dir(name)
+	return p
+}
+
+func pathErr(op, name string, err error) error { return &os.PathError{Op: op, Path: name, Err: err} }
+
+// CrashClone returns a copy of the file system as it would be found after a power
+// loss: every file holds only what it held at its last Sync.
+func (m *MemFS) CrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := &MemFS{nodes: map[string]*memNode{}}
+	for k, n := range m.nodes {
+		n.mu.Lock()
+		nn := &memNode{dir: n.dir, mod: n.mod}
+		if !n.dir {
+			nn.data = append([]byte(nil), n.synced...)
+			nn.synced = append([]byte(nil), n.synced...)
+		}
+		n.mu.Unlock()
+		c.nodes[k] = nn
+	}
+	return c
+}
+
+func (m *MemFS) lookupDir(name string) error {
+	p := parent(name)
+	n, ok := m.nodes[p]
+	if !ok {
+		return pathErr("open", name, fs.ErrNotExist)
+	}
+	if !n.dir {
+		return pathErr("open", name, errors.New("not a directory"))
+	}
+	return nil
+}
+
+func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	c := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.nodes[c]
+	if !ok {
+		if flag&os.O_CREATE == 0 {
+			return nil, pathErr("open", name, fs.ErrNotExist)
+		}
+		if err := m.lookupDir(c); err != nil {
+			return nil, err
+		}
+		n = &memNode{mod: time.Now()}
+		m.nodes[c] = n
+	} else if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
+		return nil, pathErr("open", name, fs.ErrExist)
+	}
+	if n.dir && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return nil, pathErr("open", name, errors.New("is a directory"))
+	}
+	if flag&os.O_TRUNC != 0 && !n.dir {
+		n.mu.Lock()
+		n.data = n.data[:0]
+		n.mu.Unlock()
+	}
+	return &memFile{fs: m, name: name, node: n, flag: flag}, nil
+}
+
+func (m *MemFS) Create(name string) (File, error) {
+	return m.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+func (m *MemFS) Open(name string) (File, error) { return m.OpenFile(name, os.O_RDONLY, 0) }
+
+func (m *MemFS) Remove(name string) error {
+	c := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.nodes[c]
+	if !ok {
+		return pathErr("remove", name, fs.ErrNotExist)
+	}
+	if n.dir {
+		for k := range m.nodes {
+			if k != c && parent(k) == c {
+				return pathErr("remove", name, errors.New("directory not empty"))
+			}
+		}
+	}
+	delete(m.nodes, c)
+	return nil
+}
+
+func under(k, dir string) bool {
+	return k == dir || strings.HasPrefix(k, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func (m *MemFS) RemoveAll(p string) error {
+	c := clean(p)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.nodes {
+		if under(k, c) && k != "/" && k != "." {
+			delete(m.nodes, k)
+		}
+	}
+	return nil
+}
+
+func (m *MemFS) Rename(oldpath, newpath string) error {
+	o, n := clean(oldpath), clean(newpath)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	src, ok := m.nodes[o]
+	if !ok {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrNotExist}
+	}
+	if err := m.lookupDir(n); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrNotExist}
+	}
+	if dst, ok := m.nodes[n]; ok && dst.dir != src.dir {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrExist}
+	}
+	if !src.dir {
+		delete(m.nodes, o)
+		m.nodes[n] = src
+		return nil
+	}
+	moved := map[string]*memNode{}
+	for k, v := range m.nodes {
+		if under(k, o) {
+			moved[n+strings.TrimPrefix(k, o)] = v
+			delete(m.nodes, k)
+		}
+	}
+	for k := range m.nodes {
+		if under(k, n) {
+			delete(m.nodes, k)
+		}
+	}
+	for k, v := range moved {
+		m.nodes[k] = v
+	}
+	return nil
+}
+
+func (m *MemFS) MkdirAll(p string, perm os.FileMode) error {
+	c := clean(p)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for d := c; ; d = parent(d) {
+		if n, ok := m.nodes[d]; ok {
+			if !n.dir {
+				return pathErr("mkdir", p, errors.New("not a directory"))
+			}
+		} else {
+			m.nodes[d] = &memNode{dir: true, mod: time.Now()}
+		}
+		if d == "/" || d == "." || parent(d) == d {
+			return nil
+		}
+	}
+}
+
+func (m *MemFS) ReadDir(dir string) ([]os.DirEntry, error) {
+	c := clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.nodes[c]
+	if !ok {
+		return nil, pathErr("readdir", dir, fs.ErrNotExist)
+	}
+	if !n.dir {
+		return nil, pathErr("readdir", dir, errors.New("not a directory"))
+	}
+	var out []os.DirEntry
+	for k, v := range m.nodes {
+		if k != c && parent(k) == c {
+			out = append(out, fs.FileInfoToDirEntry(v.info(path.Base(k))))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+func (m *MemFS) Stat(name string) (os.FileInfo, error) {
+	c := clean(name)
+	m.mu.Lock()
+	n, ok := m.nodes[c]
+	m.mu.Unlock()
+	if !ok {
+		return nil, pathErr("stat", name, fs.ErrNotExist)
+	}
+	return n.info(path.Base(c)), nil
+}
+
+func (m *MemFS) SyncDir(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.nodes[clean(dir)]
+	if !ok || !n.dir {
+		return pathErr("sync", dir, fs.ErrNotExist)
+	}
+	return nil
+}
+
+type memInfo struct {
+	name string
+	size int64
+	dir  bool
+	mod  time.Time
+}
+
+func (n *memNode) info(name string) memInfo {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return memInfo{name: name, size: int64(len(n.data)), dir: n.dir, mod: n.mod}
+}
+
+func (i memInfo) Name() string { return i.name }
+func (i memInfo) Size() int64  { return i.size }
+func (i memInfo) Mode() os.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (i memInfo) ModTime() time.Time { return i.mod }
+func (i memInfo) IsDir() bool        { return i.dir }
+func (i memInfo) Sys() any           { return nil }
+
+type memFile struct {
+	fs     *MemFS
+	name   string
+	node   *memNode
+	flag   int
+	mu     sync.Mutex // guards pos, closed
+	pos    int64
+	closed bool
+}
+
+var errClosed = errors.New("vfs: file already closed")
+
+func (f *memFile) readable() bool { return f.flag&os.O_WRONLY == 0 }
+func (f *memFile) writable() bool { return f.flag&(os.O_WRONLY|os.O_RDWR) != 0 }
+
+func (f *memFile) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, errClosed
+	}
+	n, err := f.readAt(p, f.pos)
+	f.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *memFile) readAt(p []byte, off int64) (int, error) {
+	if !f.readable() {
+		return 0, pathErr("read", f.name, errors.New("bad file descriptor"))
+	}
+	if off < 0 {
+		return 0, pathErr("readat", f.name, errors.New("negative offset"))
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	if off >= int64(len(f.node.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.node.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return 0, errClosed
+	}
+	return f.readAt(p, off)
+}
+
+func (f *memFile) writeAt(p []byte, off int64) (int, error) {
+	if !f.writable() {
+		return 0, pathErr("write", f.name, errors.New("bad file descriptor"))
+	}
+	if off < 0 {
+		return 0, pathErr("writeat", f.name, errors.New("negative offset"))
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	end := off + int64(len(p))
+	if end > int64(len(f.node.data)) {
+		if end > int64(cap(f.node.data)) {
+			nd := make([]byte, end, max(end, 2*int64(cap(f.node.data))))
+			copy(nd, f.node.data)
+			f.node.data = nd
+		} else {
+			old := int64(len(f.node.data))
+			f.node.data = f.node.data[:end]
+			if off > old {
+				clear(f.node.data[old:off])
+			}
+		}
+	}
+	copy(f.node.data[off:], p)
+	f.node.mod = time.Now()
+	return len(p), nil
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, errClosed
+	}
+	if f.flag&os.O_APPEND != 0 {
+		f.node.mu.Lock()
+		f.pos = int64(len(f.node.data))
+		f.node.mu.Unlock()
+	}
+	n, err := f.writeAt(p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return 0, errClosed
+	}
+	if f.flag&os.O_APPEND != 0 {
+		return 0, pathErr("writeat", f.name, errors.New("invalid use of WriteAt on file opened with O_APPEND"))
+	}
+	return f.writeAt(p, off)
+}
+
+func (f *memFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return errClosed
+	}
+	f.closed = true
+	return nil
+}
+
+func (f *memFile) Sync() error {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return errClosed
+	}
+	f.node.mu.Lock()
+	f.node.synced = append(f.node.synced[:0], f.node.data...)
+	f.node.mu.Unlock()
+	return nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	if !f.writable() {
+		return pathErr("truncate", f.name, errors.New("bad file descriptor"))
+	}
+	if size < 0 {
+		return pathErr("truncate", f.name, errors.New("invalid argument"))
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	if size <= int64(len(f.node.data)) {
+		f.node.data = f.node.data[:size]
+	} else {
+		nd := make([]byte, size)
+		copy(nd, f.node.data)
+		f.node.data = nd
+	}
+	return nil
+}
+
+func (f *memFile) Stat() (os.FileInfo, error) {
+	return f.node.info(path.Base(clean(f.name))), nil
+}
+func (f *memFile) Name() string { return f.name }
+func (f *memFile) Fd() uintptr  { return NoFd }
