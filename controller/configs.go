@@ -416,4 +416,3 @@ func equalStrPtr(a, b *string) bool {
 	}
 	return *a == *b
 }
-
