@@ -1,0 +1,591 @@
+package storage
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// Per-log-dir files (LogManager.scala, CleanShutdownFileHandler.java).
+const (
+	RecoveryPointCheckpointFile  = "recovery-point-offset-checkpoint"
+	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
+	CleanShutdownFile            = ".kafka_cleanshutdown"
+	// MetadataPartitionDir is the KRaft metadata log, owned by raft, never by the Manager.
+	MetadataPartitionDir = "__cluster_metadata-0"
+)
+
+// ManagerOptions configure OpenManager.
+type ManagerOptions struct {
+	FS      vfs.FS   // default vfs.Default
+	LogDirs []string // log.dirs
+	Config  Config   // default topic config for logs found at startup
+	// ConfigFor, when set, gives the config of a log found at startup.
+	ConfigFor func(tp TopicPartition) Config
+	Now       func() time.Time
+	Logger    *zap.Logger
+	// BrokerEpoch goes into the clean-shutdown marker; SetBrokerEpoch updates it.
+	BrokerEpoch int64
+	// Intervals of the periodic work (Kafka's defaults when zero):
+	FlushCheckIntervalMs      int64 // flush.ms checks; default 1000
+	RecoveryCheckpointMs      int64 // log.flush.offset.checkpoint.interval.ms, 60000
+	LogStartCheckpointMs      int64 // log.flush.start.offset.checkpoint.interval.ms, 60000
+	RetentionCheckIntervalMs  int64 // log.retention.check.interval.ms, 300000
+	RecoveryThreadsPerDataDir int   // num.recovery.threads.per.data.dir, 2
+}
+
+// Manager owns every partition log in log.dirs (LogManager).
+type Manager struct {
+	o      ManagerOptions
+	logger *zap.Logger
+
+	mu struct {
+		sync.Mutex
+		logs        map[TopicPartition]*managedLog
+		brokerEpoch int64
+		closed      bool
+		lastRecCkpt int64
+		lastLSOCkpt int64
+		lastRetain  int64
+		lastFlush   int64
+	}
+	ckptMu sync.Mutex // serializes checkpoint file writes
+
+	hadClean     map[string]bool
+	prevEpoch    int64
+	stop         chan struct{}
+	loopDone     chan struct{}
+	startOnce    sync.Once
+	maintainLock sync.Mutex
+}
+
+type managedLog struct {
+	log *Log
+	dir string // the log dir holding it
+}
+
+type cleanShutdown struct {
+	Version     int   `json:"version"`
+	BrokerEpoch int64 `json:"brokerEpoch"`
+}
+
+// OpenManager loads every partition directory under each log dir, recovering logs
+// after an unclean shutdown (no .kafka_cleanshutdown marker), then removes the marker
+// so that a crash is noticed next time.
+func OpenManager(o ManagerOptions) (*Manager, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Config.SegmentBytes == 0 {
+		o.Config = DefaultConfig()
+	}
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.FlushCheckIntervalMs, 1000)
+	def(&o.RecoveryCheckpointMs, 60000)
+	def(&o.LogStartCheckpointMs, 60000)
+	def(&o.RetentionCheckIntervalMs, 300000)
+	if o.RecoveryThreadsPerDataDir <= 0 {
+		o.RecoveryThreadsPerDataDir = 2
+	}
+	if len(o.LogDirs) == 0 {
+		return nil, errors.New("storage: no log dirs")
+	}
+	m := &Manager{o: o, logger: o.Logger, hadClean: map[string]bool{}, prevEpoch: -1}
+	m.mu.logs = map[TopicPartition]*managedLog{}
+	m.mu.brokerEpoch = o.BrokerEpoch
+	now := o.Now().UnixMilli()
+	m.mu.lastRecCkpt, m.mu.lastLSOCkpt, m.mu.lastRetain, m.mu.lastFlush = now, now, now, now
+	for _, dir := range o.LogDirs {
+		if err := m.loadDir(dir); err != nil {
+			m.closeLogs()
+			return nil, err
+		}
+	}
+	if err := m.Checkpoint(); err != nil {
+		m.closeLogs()
+		return nil, err
+	}
+	for _, dir := range o.LogDirs {
+		if err := o.FS.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil && !os.IsNotExist(err) {
+			m.closeLogs()
+			return nil, err
+		}
+		if err := o.FS.SyncDir(dir); err != nil {
+			m.closeLogs()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Manager) loadDir(dir string) error {
+	fs := m.o.FS
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	clean := false
+	if data, err := vfs.ReadFile(fs, filepath.Join(dir, CleanShutdownFile)); err == nil {
+		var cs cleanShutdown
+		if json.Unmarshal(data, &cs) == nil {
+			clean = true
+			m.prevEpoch = max(m.prevEpoch, cs.BrokerEpoch)
+		}
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	m.hadClean[dir] = clean
+	recovery, err := readOffsetCheckpoint(fs, filepath.Join(dir, RecoveryPointCheckpointFile))
+	if err != nil {
+		m.logger.Warn("ignoring unreadable recovery point checkpoint", zap.String("dir", dir), zap.Error(err))
+		recovery = nil
+	}
+	starts, err := readOffsetCheckpoint(fs, filepath.Join(dir, LogStartOffsetCheckpointFile))
+	if err != nil {
+		m.logger.Warn("ignoring unreadable log start offset checkpoint", zap.String("dir", dir), zap.Error(err))
+		starts = nil
+	}
+	ents, err := fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	type job struct {
+		tp   TopicPartition
+		path string
+	}
+	var jobs []job
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, ".") || name == MetadataPartitionDir {
+			continue
+		}
+		if strings.HasSuffix(name, "-delete") {
+			// a deletion that did not finish before the shutdown
+			if err := fs.RemoveAll(filepath.Join(dir, name)); err != nil {
+				m.logger.Warn("removing deleted log dir", zap.String("dir", name), zap.Error(err))
+			}
+			continue
+		}
+		if strings.HasSuffix(name, "-stray") || strings.HasSuffix(name, "-future") {
+			continue
+		}
+		tp, err := ParseTopicPartition(name)
+		if err != nil {
+			continue
+		}
+		if _, dup := m.mu.logs[tp]; dup {
+			return fmt.Errorf("storage: duplicate log directories for %s", tp)
+		}
+		jobs = append(jobs, job{tp, filepath.Join(dir, name)})
+	}
+	var (
+		wg    sync.WaitGroup
+		emu   sync.Mutex
+		first error
+		sem   = make(chan struct{}, m.o.RecoveryThreadsPerDataDir)
+	)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cfg := m.o.Config
+			if m.o.ConfigFor != nil {
+				cfg = m.o.ConfigFor(j.tp)
+			}
+			l, err := OpenLog(LogOptions{FS: fs, Dir: j.path, Config: cfg, Now: m.o.Now,
+				Logger:        m.logger.With(zap.String("topic", j.tp.Topic), zap.Int32("partition", j.tp.Partition)),
+				RecoveryPoint: recovery[j.tp], LogStartOffset: starts[j.tp], HadCleanShutdown: clean})
+			emu.Lock()
+			defer emu.Unlock()
+			if err != nil {
+				if first == nil {
+					first = fmt.Errorf("storage: loading %s: %w", j.path, err)
+				}
+				return
+			}
+			m.mu.logs[j.tp] = &managedLog{log: l, dir: dir}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// HadCleanShutdown reports whether every log dir had the clean-shutdown marker.
+func (m *Manager) HadCleanShutdown() bool {
+	for _, c := range m.hadClean {
+		if !c {
+			return false
+		}
+	}
+	return true
+}
+
+// PreviousBrokerEpoch is the broker epoch read from the clean-shutdown marker, or -1
+// (BrokerRegistrationRequest.PreviousBrokerEpoch).
+func (m *Manager) PreviousBrokerEpoch() int64 { return m.prevEpoch }
+
+// SetBrokerEpoch sets the epoch written into the marker on Close.
+func (m *Manager) SetBrokerEpoch(e int64) {
+	m.mu.Lock()
+	m.mu.brokerEpoch = e
+	m.mu.Unlock()
+}
+
+// LogDirs returns the log dirs.
+func (m *Manager) LogDirs() []string { return append([]string(nil), m.o.LogDirs...) }
+
+// Log returns the log of tp, if this broker has one.
+func (m *Manager) Log(tp TopicPartition) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ml, ok := m.mu.logs[tp]
+	if !ok {
+		return nil, false
+	}
+	return ml.log, true
+}
+
+// Logs returns every log, keyed by partition.
+func (m *Manager) Logs() map[TopicPartition]*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[TopicPartition]*Log, len(m.mu.logs))
+	for tp, ml := range m.mu.logs {
+		out[tp] = ml.log
+	}
+	return out
+}
+
+// GetOrCreateLog returns the log of tp, creating it in the log dir holding the fewest
+// logs. For an existing log, cfg replaces its config and a topic id is checked (or
+// recorded when the log had none).
+func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil, ErrClosed
+	}
+	if ml, ok := m.mu.logs[tp]; ok {
+		if cfg.SegmentBytes != 0 {
+			ml.log.SetConfig(cfg)
+		}
+		if topicID != [16]byte{} {
+			if err := ml.log.SetTopicID(topicID); err != nil {
+				return nil, err
+			}
+		}
+		return ml.log, nil
+	}
+	if tp.Topic == "" || tp.Partition < 0 || tp.DirName() == MetadataPartitionDir {
+		return nil, fmt.Errorf("storage: invalid partition %q", tp)
+	}
+	counts := map[string]int{}
+	for _, ml := range m.mu.logs {
+		counts[ml.dir]++
+	}
+	dirs := append([]string(nil), m.o.LogDirs...)
+	sort.SliceStable(dirs, func(i, j int) bool { return counts[dirs[i]] < counts[dirs[j]] })
+	dir := dirs[0]
+	if cfg.SegmentBytes == 0 {
+		cfg = m.o.Config
+	}
+	l, err := OpenLog(LogOptions{FS: m.o.FS, Dir: filepath.Join(dir, tp.DirName()), Config: cfg, Now: m.o.Now,
+		Logger:           m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition)),
+		HadCleanShutdown: true, TopicID: topicID})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.o.FS.SyncDir(dir); err != nil {
+		l.Close()
+		return nil, err
+	}
+	m.mu.logs[tp] = &managedLog{log: l, dir: dir}
+	m.logger.Info("created log", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.String("dir", dir))
+	return l, nil
+}
+
+// deleteDirName is <topic>-<partition>.<uuid hex>-delete with the topic cut so the
+// name stays within 255 bytes (LocalLog.logDeleteDirName).
+func deleteDirName(tp TopicPartition) string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	suffix := "-" + strconv.Itoa(int(tp.Partition)) + "." + hex.EncodeToString(u[:]) + "-delete"
+	topic := tp.Topic
+	if len(topic)+len(suffix) > 255 {
+		topic = topic[:255-len(suffix)]
+	}
+	return topic + suffix
+}
+
+// DeleteLog closes the log of tp, renames its directory to
+// <topic>-<partition>.<uuid>-delete and removes it.
+func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.mu.Lock()
+	ml, ok := m.mu.logs[tp]
+	if ok {
+		delete(m.mu.logs, tp)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ml.log.flushMu.Lock()
+	ml.log.mu.Lock()
+	if !ml.log.mu.closed {
+		ml.log.mu.closed = true
+		for _, s := range ml.log.mu.segments {
+			s.closeFiles()
+		}
+		ml.log.closeBuried(true)
+	}
+	ml.log.mu.Unlock()
+	ml.log.flushMu.Unlock()
+	ml.log.bg.Wait()
+	dst := filepath.Join(ml.dir, deleteDirName(tp))
+	if err := m.o.FS.Rename(ml.log.Dir(), dst); err != nil {
+		return err
+	}
+	if err := m.o.FS.SyncDir(ml.dir); err != nil {
+		return err
+	}
+	m.logger.Info("deleted log", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition))
+	return m.o.FS.RemoveAll(dst)
+}
+
+// readOffsetCheckpoint reads "<topic> <partition> <offset>" entries.
+func readOffsetCheckpoint(fs vfs.FS, name string) (map[TopicPartition]int64, error) {
+	lines, err := readCheckpoint(fs, name, 0, 3)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[TopicPartition]int64, len(lines))
+	for _, l := range lines {
+		p, err1 := strconv.ParseInt(l[1], 10, 32)
+		o, err2 := strconv.ParseInt(l[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%w %s: bad entry %q", errBadCheckpoint, name, strings.Join(l, " "))
+		}
+		out[TopicPartition{l[0], int32(p)}] = o
+	}
+	return out, nil
+}
+
+func writeOffsetCheckpoint(fs vfs.FS, name string, m map[TopicPartition]int64) error {
+	tps := make([]TopicPartition, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	lines := make([]string, len(tps))
+	for i, tp := range tps {
+		lines[i] = tp.Topic + " " + strconv.Itoa(int(tp.Partition)) + " " + strconv.FormatInt(m[tp], 10)
+	}
+	return writeCheckpoint(fs, name, 0, lines)
+}
+
+// Checkpoint writes recovery-point-offset-checkpoint and log-start-offset-checkpoint
+// in every log dir.
+func (m *Manager) Checkpoint() error {
+	if err := m.checkpointRecovery(); err != nil {
+		return err
+	}
+	return m.checkpointLogStart()
+}
+
+func (m *Manager) snapshotBy(fn func(l *Log) (int64, bool)) map[string]map[TopicPartition]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]map[TopicPartition]int64{}
+	for _, d := range m.o.LogDirs {
+		out[d] = map[TopicPartition]int64{}
+	}
+	for tp, ml := range m.mu.logs {
+		if v, ok := fn(ml.log); ok {
+			out[ml.dir][tp] = v
+		}
+	}
+	return out
+}
+
+func (m *Manager) checkpointRecovery() error {
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
+	for dir, offs := range m.snapshotBy(func(l *Log) (int64, bool) { return l.RecoveryPoint(), true }) {
+		if err := writeOffsetCheckpoint(m.o.FS, filepath.Join(dir, RecoveryPointCheckpointFile), offs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manager) checkpointLogStart() error {
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
+	// Kafka records only logs whose start offset is above their first segment's base
+	// (that is what it cannot rediscover); writing every log is harmless and simpler.
+	for dir, offs := range m.snapshotBy(func(l *Log) (int64, bool) { return l.LogStartOffset(), true }) {
+		if err := writeOffsetCheckpoint(m.o.FS, filepath.Join(dir, LogStartOffsetCheckpointFile), offs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Maintain runs one pass of the periodic work, each part on its own interval of the
+// injected clock: flush.ms flushes, recovery point and log start checkpoints,
+// retention, closing removed segment files and expiring producer ids.
+func (m *Manager) Maintain() error {
+	m.maintainLock.Lock()
+	defer m.maintainLock.Unlock()
+	now := m.o.Now().UnixMilli()
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	doFlush := now-m.mu.lastFlush >= m.o.FlushCheckIntervalMs
+	doRec := now-m.mu.lastRecCkpt >= m.o.RecoveryCheckpointMs
+	doLSO := now-m.mu.lastLSOCkpt >= m.o.LogStartCheckpointMs
+	doRet := now-m.mu.lastRetain >= m.o.RetentionCheckIntervalMs
+	if doFlush {
+		m.mu.lastFlush = now
+	}
+	if doRec {
+		m.mu.lastRecCkpt = now
+	}
+	if doLSO {
+		m.mu.lastLSOCkpt = now
+	}
+	if doRet {
+		m.mu.lastRetain = now
+	}
+	m.mu.Unlock()
+	var first error
+	note := func(err error) {
+		if err != nil && !errors.Is(err, ErrClosed) && first == nil {
+			first = err
+		}
+	}
+	logs := m.Logs()
+	for tp, l := range logs {
+		if doFlush {
+			if err := l.FlushIfDue(); err != nil {
+				m.logger.Error("flush failed", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Error(err))
+				note(err)
+			}
+		}
+		if doRet {
+			if _, err := l.DeleteOldSegments(); err != nil {
+				note(err)
+			}
+		}
+		l.Maintain()
+	}
+	if doRec {
+		note(m.checkpointRecovery())
+	}
+	if doLSO || doRet {
+		note(m.checkpointLogStart())
+	}
+	return first
+}
+
+// Start runs Maintain every tick (default one second) until Close.
+func (m *Manager) Start(tick time.Duration) {
+	if tick <= 0 {
+		tick = time.Second
+	}
+	m.startOnce.Do(func() {
+		m.stop = make(chan struct{})
+		m.loopDone = make(chan struct{})
+		go func() {
+			defer close(m.loopDone)
+			t := time.NewTicker(tick)
+			defer t.Stop()
+			for {
+				select {
+				case <-m.stop:
+					return
+				case <-t.C:
+					if err := m.Maintain(); err != nil && !errors.Is(err, ErrClosed) {
+						m.logger.Warn("log maintenance", zap.Error(err))
+					}
+				}
+			}
+		}()
+	})
+}
+
+func (m *Manager) closeLogs() error {
+	var first error
+	for _, ml := range m.mu.logs {
+		if err := ml.log.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Close stops the periodic work, closes (flushes) every log, writes both checkpoints
+// and, when all went well, the clean-shutdown marker in every log dir.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.closed = true
+	m.mu.Unlock()
+	if m.stop != nil {
+		close(m.stop)
+		<-m.loopDone
+	}
+	m.maintainLock.Lock()
+	defer m.maintainLock.Unlock()
+	m.mu.Lock()
+	err := m.closeLogs()
+	epoch := m.mu.brokerEpoch
+	m.mu.Unlock()
+	if cerr := m.Checkpoint(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(cleanShutdown{Version: 0, BrokerEpoch: epoch})
+	for _, dir := range m.o.LogDirs {
+		if err := vfs.WriteFileAtomic(m.o.FS, filepath.Join(dir, CleanShutdownFile), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
