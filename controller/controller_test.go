@@ -124,23 +124,54 @@ func TestBootstrapOnEmptyLog(t *testing.T) {
 
 func TestRestartReplaysAndDoesNotBootstrapAgain(t *testing.T) {
 	e := newTestEnv(t, nil)
-	e.addBroker(1)
-	e.createTopic("t", 1, 1)
+	epoch := e.addBroker(1)
+	rt := e.createTopic("t", 2, 1, "retention.ms", "5")
 	before := e.c.Image().Offset
-	// A new epoch with the same leader: the controller activates again from
-	// its replayed state, writing a NoOpRecord, not the bootstrap records.
-	e.raft.elect(1)
-	e.waitEpoch(2)
-	if e.c.Image().TopicByName("t") == nil {
-		t.Fatal("topic lost")
+	e.stop()
+
+	// Restart over the same metadata log: the controller replays it and
+	// activates in the new epoch with a NoOpRecord, not the bootstrap records.
+	e.start(nil)
+	img := e.c.Image()
+	if img.Offset <= before {
+		t.Fatalf("image offset %d, before restart %d", img.Offset, before)
 	}
-	if got := e.c.Image().Offset; got <= before {
-		t.Fatalf("no activation record in the new epoch: %d <= %d", got, before)
+	topic := img.TopicByName("t")
+	if topic == nil || topic.ID != rt.TopicID || len(topic.Partitions) != 2 || img.TopicConfig("t")["retention.ms"] != "5" {
+		t.Fatalf("topic after restart: %+v", topic)
 	}
-	var mvRecords int
-	e.c.view(func(s *state) { mvRecords = len(s.features) })
-	if mvRecords != 3 {
-		t.Fatalf("features %d", mvRecords)
+	var txns, mvRecords int
+	e.c.view(func(s *state) { mvRecords = len(s.features); txns = int(s.inTransaction) })
+	if mvRecords != 3 || txns != -1 {
+		t.Fatalf("features %d, open transaction at %d", mvRecords, txns)
+	}
+	// The broker is still registered with its epoch; a new incarnation may
+	// register (the session was lost with the old controller and is fresh).
+	if b := img.Broker(1); b == nil || b.Epoch != epoch {
+		t.Fatalf("broker after restart %+v", b)
+	}
+	hb := e.heartbeat(1, epoch, img.Offset, false, false)
+	if hb.ErrorCode != 0 || hb.IsFenced {
+		t.Fatalf("heartbeat after restart %+v", hb)
+	}
+	// Producer ids continue after the restart.
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = 1, epoch
+	first := e.do(req).(*kmsg.AllocateProducerIDsResponse).ProducerIDStart
+	e.stop()
+	e.start(nil)
+	if got := e.do(req).(*kmsg.AllocateProducerIDsResponse).ProducerIDStart; got != first+1000 {
+		t.Fatalf("producer ids restarted at %d after %d", got, first)
+	}
+}
+
+func TestDescribeQuorumDelegatesToRaft(t *testing.T) {
+	e := newTestEnv(t, nil)
+	req := &kmsg.DescribeQuorumRequest{Version: 2, Topics: []kmsg.DescribeQuorumRequestTopic{{
+		Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}}
+	dq := e.do(req).(*kmsg.DescribeQuorumResponse)
+	if p := dq.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LeaderID != 1 {
+		t.Fatalf("%+v", dq)
 	}
 }
 
@@ -783,7 +814,7 @@ func TestListPartitionReassignments(t *testing.T) {
 }
 
 func TestAppendFailureStepsDown(t *testing.T) {
-	e := newTestEnv(t, nil)
+	e := newFakeEnv(t, nil)
 	e.addBroker(1)
 	e.raft.mu.Lock()
 	e.raft.failNext = &raft.NotLeaderError{Leader: raft.LeaderAndEpoch{LeaderID: 1, Epoch: 1}}

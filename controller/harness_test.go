@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	mrand "math/rand"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/raft"
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
 // fakeRaft is a single-voter raft: Append commits at once; committed
@@ -113,33 +115,85 @@ func (c *fakeClock) Advance(d time.Duration) {
 type testEnv struct {
 	t     *testing.T
 	c     *Controller
-	raft  *fakeRaft
+	cfg   Config
+	raft  *fakeRaft  // nil over a real raft.Node
+	node  *raft.Node // nil over fakeRaft
+	fs    vfs.FS
 	clock *fakeClock
 }
 
-func newTestEnv(t *testing.T, mod func(*Config)) *testEnv {
-	t.Helper()
-	fr := newFakeRaft()
-	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+func testConfig(clk *fakeClock, r Raft, mod func(*Config)) Config {
 	cfg := Config{
 		NodeID:          1,
 		ClusterID:       "test-cluster",
-		Raft:            fr,
+		Raft:            r,
 		Now:             clk.Now,
-		MaxIdleInterval: -1, // tests write NoOps through Tick
+		MaxIdleInterval: -1, // tests write NoOps themselves
 		SessionTimeout:  9 * time.Second,
 		Rand:            rand.New(rand.NewPCG(1, 2)),
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
+	return cfg
+}
+
+// newTestEnv runs a controller over a real single-voter raft.Node on an
+// in-memory file system.
+func newTestEnv(t *testing.T, mod func(*Config)) *testEnv {
+	t.Helper()
+	env := &testEnv{t: t, fs: vfs.NewMem(), clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}}
+	env.start(mod)
+	return env
+}
+
+// start opens the raft node over env.fs (replaying what is there) and a
+// new controller on it, and waits until the controller is active.
+func (e *testEnv) start(mod func(*Config)) {
+	e.t.Helper()
+	n, err := raft.NewNode(raft.Config{
+		NodeID: 1, Voters: map[int32]raft.VoterEndpoint{1: {Host: "localhost", Port: 9093}},
+		ClusterID: "test-cluster", MetadataLogDir: "/kraft", FS: e.fs,
+		Rand: mrand.New(mrand.NewSource(1)),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.cfg = testConfig(e.clock, n, mod)
+	c, err := New(e.cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.c, e.node = c, n
+	e.t.Cleanup(func() { e.stop() })
+	e.waitActive()
+}
+
+func (e *testEnv) stop() {
+	if e.c != nil {
+		e.c.Close()
+	}
+	if e.node != nil {
+		e.node.Close()
+	}
+}
+
+// newFakeEnv runs a controller over fakeRaft (for leadership and failure cases).
+func newFakeEnv(t *testing.T, mod func(*Config)) *testEnv {
+	t.Helper()
+	fr := newFakeRaft()
+	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	cfg := testConfig(clk, fr, mod)
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	fr.elect(1)
-	env := &testEnv{t: t, c: c, raft: fr, clock: clk}
+	env := &testEnv{t: t, c: c, cfg: cfg, raft: fr, clock: clk}
 	env.waitActive()
 	return env
 }
