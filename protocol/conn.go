@@ -38,6 +38,8 @@ type conn struct {
 	cancel context.CancelFunc
 
 	queue      chan *item    // readLoop -> serveLoop; closed by readLoop
+	queued     atomic.Int64  // bytes of frames read and not yet handled
+	freed      chan struct{} // cap 1: serveLoop finished an item
 	stop       chan struct{} // closed by serveLoop when it exits
 	readerDone chan struct{} // closed when readLoop returned
 	done       chan struct{} // closed when the connection is closed and both loops returned
@@ -55,6 +57,8 @@ type item struct {
 	apiVersionsErr bool
 	// err closes the connection when reached.
 	err error
+	// size is the frame's length, counted against MaxQueuedBytes.
+	size int64
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -66,6 +70,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		ctx:        ctx,
 		cancel:     cancel,
 		queue:      make(chan *item, s.maxQueued()),
+		freed:      make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 		done:       make(chan struct{}),
@@ -139,6 +144,9 @@ func (c *conn) readFrame() ([]byte, error) {
 	if max := c.srv.maxRequestBytes(); size < 0 || size > max {
 		return nil, fmt.Errorf("%w: %d (socket.request.max.bytes %d)", ErrInvalidFrameSize, size, max)
 	}
+	if !c.reserve(int64(size)) {
+		return nil, net.ErrClosed
+	}
 	buf := make([]byte, 0, min(int(size), firstFrameChunk))
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {
@@ -153,6 +161,38 @@ func (c *conn) readFrame() ([]byte, error) {
 		buf = buf[:cap(buf)]
 	}
 	return buf, nil
+}
+
+// reserve waits until a frame of size bytes fits the read-ahead byte budget
+// (MaxQueuedBytes); a frame always fits when nothing is queued. It returns
+// false if the connection is closing.
+func (c *conn) reserve(size int64) bool {
+	budget := c.srv.maxQueuedBytes()
+	for {
+		q := c.queued.Load()
+		if q == 0 || q+size <= budget {
+			break
+		}
+		select {
+		case <-c.freed:
+		case <-c.stop:
+			return false
+		}
+		// Waiting is not idleness: restart the idle clock for the
+		// rest of the frame.
+		c.setIdleDeadline()
+	}
+	c.queued.Add(size)
+	return true
+}
+
+// release returns an item's frame bytes to the budget.
+func (c *conn) release(size int64) {
+	c.queued.Add(-size)
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
 }
 
 func (c *conn) push(it *item) bool {
@@ -201,14 +241,15 @@ func (c *conn) readLoop() {
 			return
 		}
 		req, err := c.decode(frame)
+		size := int64(len(frame))
 		switch {
 		case err == nil:
-			if !c.push(&item{req: req}) {
+			if !c.push(&item{req: req, size: size}) {
 				return
 			}
 		case req != nil && req.Key == apiKeyApiVersions && req.Msg == nil && errors.Is(err, ErrUnsupportedVersion):
 			// KIP-511: answered, and the connection stays open.
-			if !c.push(&item{req: req, apiVersionsErr: true}) {
+			if !c.push(&item{req: req, size: size, apiVersionsErr: true}) {
 				return
 			}
 		default:
@@ -277,7 +318,9 @@ func (c *conn) serveLoop() {
 			c.srv.logProtocolError(c.log, it.req, it.err)
 			return
 		}
-		if !c.handle(it) {
+		ok := c.handle(it)
+		c.release(it.size)
+		if !ok {
 			return
 		}
 	}

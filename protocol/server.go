@@ -22,6 +22,8 @@ const (
 	// DefaultMaxQueuedRequests is how many decoded requests a connection
 	// reads ahead of the one being handled.
 	DefaultMaxQueuedRequests = 16
+	// DefaultMaxQueuedBytes is the read-ahead budget per connection.
+	DefaultMaxQueuedBytes = 1 << 20
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -120,6 +122,12 @@ type Server struct {
 	// MaxQueuedRequests is the read-ahead per connection; 0 means
 	// DefaultMaxQueuedRequests.
 	MaxQueuedRequests int
+	// MaxQueuedBytes bounds the read-ahead by size: the next frame is
+	// read only while the frames read and not yet handled, plus it, fit
+	// in this many bytes, or when none are pending (so one request of
+	// any size up to MaxRequestBytes is always served, as in Kafka).
+	// 0 means DefaultMaxQueuedBytes.
+	MaxQueuedBytes int64
 	// IdleTimeout closes a connection that sends nothing for this long
 	// (connections.max.idle.ms); 0 means DefaultIdleTimeout, negative
 	// means never.
@@ -173,6 +181,13 @@ func (s *Server) maxQueued() int {
 		return DefaultMaxQueuedRequests
 	}
 	return s.MaxQueuedRequests
+}
+
+func (s *Server) maxQueuedBytes() int64 {
+	if s.MaxQueuedBytes <= 0 {
+		return DefaultMaxQueuedBytes
+	}
+	return s.MaxQueuedBytes
 }
 
 func (s *Server) idleTimeout() time.Duration {

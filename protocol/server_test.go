@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -189,6 +190,12 @@ func TestBadFramesCloseConnection(t *testing.T) {
 // Requests written back to back are all answered, in order; a bad frame
 // after them closes the connection only after they were answered.
 func TestPipeliningAndOrder(t *testing.T) {
+	for _, budget := range []int64{0, 1} { // default, and one frame at a time
+		t.Run(fmt.Sprint("MaxQueuedBytes=", budget), func(t *testing.T) { testPipelining(t, budget) })
+	}
+}
+
+func testPipelining(t *testing.T, budget int64) {
 	var seen []int32
 	var inHandler atomic.Int32
 	hook := func(ctx context.Context, req *Request) (Response, error, bool) {
@@ -199,7 +206,7 @@ func TestPipeliningAndOrder(t *testing.T) {
 		seen = append(seen, req.CorrelationID) // one request at a time: no lock needed
 		return Response{}, nil, false
 	}
-	addr, _ := startServer(t, nil, hook)
+	addr, _ := startServer(t, &Server{MaxQueuedBytes: budget}, hook)
 	c := dialRaw(t, addr)
 	var all []byte
 	const n = 50 // more than the read-ahead queue
