@@ -81,7 +81,7 @@ func TestGoldenVectors(t *testing.T) {
 			"01 00 00 | 00000001 |" + u01 + "| 0000000000000005 | 02 0a 504c41494e54455854 02 68 2384 0000 00 | 01 | 00 | 01 | 00"},
 		{"RegisterBrokerRecord v3", withVersion(&RegisterBrokerRecord{BrokerID: 1, IncarnationID: uuidN(1), BrokerEpoch: 5,
 			Features: []BrokerFeature{{Name: "a", MinSupportedVersion: 0, MaxSupportedVersion: 1}},
-			Rack: strp("r"), Fenced: false, InControlledShutdown: true, LogDirs: [][16]byte{uuidN(0x21)}}, 3),
+			Rack:     strp("r"), Fenced: false, InControlledShutdown: true, LogDirs: [][16]byte{uuidN(0x21)}}, 3),
 			"01 00 03 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 02 02 61 0000 0001 00 | 02 72 | 00 | 01 | 01 00 11 02" + u21},
 		{"UnregisterBrokerRecord", &UnregisterBrokerRecord{BrokerID: 1, BrokerEpoch: 2},
 			"01 01 00 | 00000001 | 0000000000000002 | 00"},
