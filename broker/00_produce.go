@@ -1,0 +1,109 @@
+package broker
+
+// Produce: v3-13 served; ApiVersions advertises v0-13 as Kafka 4.x does
+// (KAFKA-18659: librdkafka needs min 0 to be advertised) while v0-2 (message
+// sets, magic 0/1) close the connection, as Kafka 4 does.
+//
+// Behavior:
+//   - replication.ReplicaManager.Produce does the work: per partition
+//     UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID on v13), INVALID_RECORD
+//     unless exactly one magic-2 batch, INVALID_REQUIRED_ACKS,
+//     INVALID_TOPIC_EXCEPTION for internal topics, NOT_LEADER_OR_FOLLOWER,
+//     NOT_ENOUGH_REPLICAS, and the log's validation errors (CORRUPT_MESSAGE,
+//     MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP with
+//     per-record errors, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+//     UNKNOWN_PRODUCER_ID; a duplicate batch answers its original offset).
+//   - acks=all waits for the high watermark up to timeout_ms
+//     (REQUEST_TIMED_OUT).
+//   - acks=0: no response; any partition error closes the connection, as
+//     Kafka does so the producer notices.
+//   - Transactional batches without a transactional id answer
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition.
+//
+// Version notes:
+//   - v3: transactional id; magic 2 only
+//   - v5: log start offset in the response
+//   - v7: zstd allowed
+//   - v8: per-record errors and error message (KIP-467)
+//   - v9: flexible
+//   - v10: CurrentLeader and NodeEndpoints on NOT_LEADER_OR_FOLLOWER (KIP-951)
+//   - v11: transaction verification semantics (KIP-890), no body change
+//   - v12: no body change (KIP-890 part 2)
+//   - v13: topic ids instead of names (KIP-516)
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() { regKey(0, 0, 13, onBroker, handleProduce) }
+
+func handleProduce(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	r := req.Msg.(*kmsg.ProduceRequest)
+	if r.Version < 3 {
+		return protocol.Response{}, fmt.Errorf("produce v%d (message sets) is not supported", r.Version)
+	}
+	resp := b.replicas.Produce(ctx, r, req.ClientID)
+	if r.Acks == 0 {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return protocol.Response{}, fmt.Errorf("acks=0 produce to %q partition %d failed with error %d: closing the connection", t.Topic, p.Partition, p.ErrorCode)
+				}
+			}
+		}
+		return protocol.Response{NoResponse: true}, nil
+	}
+	if r.Version >= 10 {
+		var leaders []int32
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.CurrentLeader.LeaderID >= 0 {
+					leaders = append(leaders, p.CurrentLeader.LeaderID)
+				}
+			}
+		}
+		for _, ep := range b.leaderEndpoints(req.Listener, leaders) {
+			nb := kmsg.NewProduceResponseBroker()
+			nb.NodeID, nb.Host, nb.Port, nb.Rack = ep.id, ep.host, ep.port, ep.rack
+			resp.Brokers = append(resp.Brokers, nb)
+		}
+	}
+	return protocol.Response{Msg: resp}, nil
+}
+
+// nodeEndpoint is a broker's address on one listener (KIP-951 NodeEndpoints).
+type nodeEndpoint struct {
+	id   int32
+	host string
+	port int32
+	rack *string
+}
+
+// leaderEndpoints returns the endpoints on listener of the brokers in ids
+// (duplicates ignored, unknown brokers skipped), ordered by id.
+func (b *Broker) leaderEndpoints(listener string, ids []int32) []nodeEndpoint {
+	if len(ids) == 0 || b.meta == nil {
+		return nil
+	}
+	want := map[int32]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []nodeEndpoint
+	for _, br := range b.meta.Image().Brokers() {
+		if !want[br.ID] {
+			continue
+		}
+		ep, ok := br.Listener(listener)
+		if !ok {
+			continue
+		}
+		out = append(out, nodeEndpoint{id: br.ID, host: ep.Host, port: int32(ep.Port), rack: br.Rack})
+	}
+	return out
+}

@@ -1,0 +1,331 @@
+package replication
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/storage"
+)
+
+// LogManager is what the ReplicaManager needs of storage.Manager.
+type LogManager interface {
+	GetOrCreateLog(tp storage.TopicPartition, topicID [16]byte, cfg storage.Config) (*storage.Log, error)
+	DeleteLog(tp storage.TopicPartition) error
+}
+
+// Config configures a ReplicaManager.
+type Config struct {
+	// NodeID is this broker's node.id.
+	NodeID int32
+	// Logs holds the partition logs of log.dirs (a *storage.Manager).
+	Logs LogManager
+	// Now is the clock for LogAppendTime, timestamp checks and fetch
+	// session expiry; time.Now when nil.
+	Now func() time.Time
+	// Logger defaults to zap.NewNop().
+	Logger *zap.Logger
+	// TopicDefaults returns the broker-level defaults of topic configs,
+	// keyed by topic config name (retention.ms, not log.retention.ms).
+	// Topic ConfigRecords from the metadata image are applied on top.
+	// Nil means Kafka's defaults.
+	TopicDefaults func() map[string]string
+
+	// Controller reaches the active controller (AllocateProducerIDs); the
+	// broker's controller channel. Nil disables InitProducerId.
+	Controller kmsg.Requestor
+	// BrokerEpoch returns this broker's registration epoch, sent with
+	// AllocateProducerIDs.
+	BrokerEpoch func() int64
+
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots
+	// (default 1000; negative disables sessions).
+	FetchSessionCacheSlots int
+	// FetchSessionEviction is how long an unused session is protected
+	// from eviction (Kafka: 120 s).
+	FetchSessionEviction time.Duration
+}
+
+// ReplicaManager holds the partitions this node has replicas of and serves
+// produce, fetch and offset requests on them (Kafka's ReplicaManager). See
+// doc.go for the partition state machine, the purgatory and the lock order.
+type ReplicaManager struct {
+	cfg    Config
+	logger *zap.Logger
+	now    func() time.Time
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	mu sync.RWMutex
+	// Guarded by mu.
+	image      *metadatacache.Image
+	partitions map[storage.TopicPartition]*Partition
+	topicCfgs  map[string]map[string]string // topic overrides last applied, by name
+	defaults   map[string]string            // broker defaults last applied
+
+	sessions *sessionCache
+	pids     *producerIDs
+}
+
+// New returns a ReplicaManager holding no partitions; OnImage gives it some.
+func New(cfg Config) *ReplicaManager {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.FetchSessionCacheSlots == 0 {
+		cfg.FetchSessionCacheSlots = 1000
+	}
+	if cfg.FetchSessionEviction == 0 {
+		cfg.FetchSessionEviction = 120 * time.Second
+	}
+	rm := &ReplicaManager{
+		cfg:        cfg,
+		logger:     cfg.Logger,
+		now:        cfg.Now,
+		closed:     make(chan struct{}),
+		image:      metadatacache.EmptyImage(""),
+		partitions: map[storage.TopicPartition]*Partition{},
+		topicCfgs:  map[string]map[string]string{},
+		sessions:   newSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction),
+	}
+	rm.pids = &producerIDs{nodeID: cfg.NodeID, controller: cfg.Controller, brokerEpoch: cfg.BrokerEpoch,
+		logger: cfg.Logger, closed: rm.closed}
+	return rm
+}
+
+// Close wakes every parked request (they answer with what they have) and
+// stops background work. Logs are closed by their storage.Manager.
+func (rm *ReplicaManager) Close() {
+	rm.closeOnce.Do(func() { close(rm.closed) })
+}
+
+// Partition returns the local replica of a partition, if any.
+func (rm *ReplicaManager) Partition(topic string, partition int32) (*Partition, bool) {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	p, ok := rm.partitions[storage.TopicPartition{Topic: topic, Partition: partition}]
+	return p, ok
+}
+
+// Image returns the metadata image last applied.
+func (rm *ReplicaManager) Image() *metadatacache.Image {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	return rm.image
+}
+
+// lookup is getPartitionOrError: the local partition, or the error Kafka
+// answers: UNKNOWN_TOPIC_OR_PARTITION when the metadata does not know it,
+// NOT_LEADER_OR_FOLLOWER when it does but this node holds no replica.
+func (rm *ReplicaManager) lookup(topic string, partition int32) (*Partition, error) {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	if p, ok := rm.partitions[storage.TopicPartition{Topic: topic, Partition: partition}]; ok {
+		return p, nil
+	}
+	if t := rm.image.TopicByName(topic); t != nil && t.Partition(partition) != nil {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return nil, kerr.UnknownTopicOrPartition
+}
+
+// topicNameByID resolves a v13+ topic id against the current image.
+func (rm *ReplicaManager) topicNameByID(id [16]byte) (string, bool) {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	if t := rm.image.TopicByID(id); t != nil {
+		return t.Name, true
+	}
+	return "", false
+}
+
+// topicIDByName returns a topic's id from the current image.
+func (rm *ReplicaManager) topicIDByName(name string) ([16]byte, bool) {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	if t := rm.image.TopicByName(name); t != nil {
+		return t.ID, true
+	}
+	return [16]byte{}, false
+}
+
+// CurrentLeader returns the leader and leader epoch of a partition in the
+// current image ((-1, -1) if unknown), for KIP-951 CurrentLeader fields.
+func (rm *ReplicaManager) CurrentLeader(topic string, partition int32) (leader, epoch int32) {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	if t := rm.image.TopicByName(topic); t != nil {
+		if p := t.Partition(partition); p != nil {
+			return p.Leader, p.LeaderEpoch
+		}
+	}
+	return -1, -1
+}
+
+// effectiveConfig is the topic's storage config: Kafka's defaults, then the
+// broker defaults, then the topic's own configs. A bad value is logged and
+// skipped so one bad key never makes a partition unavailable.
+func (rm *ReplicaManager) effectiveConfig(topic string, overrides map[string]string) storage.Config {
+	cfg := storage.DefaultConfig()
+	for _, m := range []map[string]string{rm.defaults, overrides} {
+		for k, v := range m {
+			c, err := cfg.With(map[string]string{k: v})
+			if err != nil {
+				rm.logger.Warn("ignoring invalid topic config", zap.String("topic", topic), zap.String("key", k), zap.Error(err))
+				continue
+			}
+			cfg = c
+		}
+	}
+	return cfg
+}
+
+// OnImage applies a new metadata image: for every partition with a replica
+// on this node it creates the log if needed and becomes leader or follower
+// as the image says; it deletes the logs of partitions this node no longer
+// holds (topic deleted, replica moved away) and applies config changes.
+// Subscribe it to the metadata cache.
+func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
+	if img == nil {
+		return
+	}
+	rm.mu.Lock()
+	var wake []*Partition
+	defer func() {
+		rm.mu.Unlock()
+		for _, p := range wake {
+			p.watch.wakeAll()
+		}
+	}()
+	rm.image = img
+	defaults := map[string]string{}
+	if rm.cfg.TopicDefaults != nil {
+		defaults = rm.cfg.TopicDefaults()
+	}
+	defaultsChanged := !maps.Equal(defaults, rm.defaults)
+	rm.defaults = defaults
+
+	keep := map[storage.TopicPartition]bool{}
+	for _, t := range img.Topics() {
+		overrides := img.TopicConfig(t.Name)
+		cfgChanged := defaultsChanged || !maps.Equal(overrides, rm.topicCfgs[t.Name])
+		rm.topicCfgs[t.Name] = overrides
+		var cfg storage.Config
+		cfgDone := false
+		for _, mp := range t.Partitions {
+			if !mp.HasReplica(rm.cfg.NodeID) {
+				continue
+			}
+			tp := storage.TopicPartition{Topic: t.Name, Partition: mp.ID}
+			p, ok := rm.partitions[tp]
+			if ok && p.topicID != t.ID {
+				// Same name, new topic: the old one was deleted.
+				rm.removePartition(p)
+				ok = false
+			}
+			if !cfgDone {
+				cfg = rm.effectiveConfig(t.Name, overrides)
+				cfgDone = true
+			}
+			if !ok {
+				p = newPartition(tp, t.ID, rm.cfg.NodeID)
+				rm.partitions[tp] = p
+			}
+			keep[tp] = true
+			if rm.applyPartition(p, mp, cfg, cfgChanged || !ok) {
+				wake = append(wake, p)
+			}
+		}
+	}
+	for tp, p := range rm.partitions {
+		if !keep[tp] {
+			rm.removePartition(p)
+			delete(rm.partitions, tp)
+			wake = append(wake, p)
+		}
+	}
+	for name := range rm.topicCfgs {
+		if img.TopicByName(name) == nil {
+			delete(rm.topicCfgs, name)
+		}
+	}
+}
+
+// removePartition stops a partition and deletes its log. rm.mu must be held.
+func (rm *ReplicaManager) removePartition(p *Partition) {
+	p.mu.Lock()
+	p.isLeader = false
+	p.leader = -1
+	p.log = nil
+	p.mu.Unlock()
+	if err := rm.cfg.Logs.DeleteLog(p.tp); err != nil {
+		rm.logger.Error("deleting partition log failed", zap.String("topic", p.tp.Topic),
+			zap.Int32("partition", p.tp.Partition), zap.Error(err))
+	}
+}
+
+// applyPartition moves p to the state the image registration mp says
+// (Partition.makeLeader / makeFollower) and reports whether anything
+// parked on it should re-check. rm.mu must be held.
+func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partition, cfg storage.Config, cfgChanged bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	log := rm.zapPartition(p)
+	if p.log == nil {
+		l, err := rm.cfg.Logs.GetOrCreateLog(p.tp, p.topicID, cfg)
+		if err != nil {
+			rm.logger.Error("creating partition log failed", append(log, zap.Error(err))...)
+			return false
+		}
+		p.log = l
+		p.cfg = cfg
+		p.hw.Store(l.LogStartOffset())
+	} else if cfgChanged {
+		p.log.SetConfig(cfg)
+		p.cfg = cfg
+	}
+	wasLeader, oldEpoch := p.isLeader, p.leaderEpoch
+	changed := p.leaderEpoch != mp.LeaderEpoch || p.partitionEpoch != mp.PartitionEpoch || cfgChanged
+	p.replicas = mp.Replicas
+	p.isr = mp.Isr
+	p.leader = mp.Leader
+	p.leaderEpoch = mp.LeaderEpoch
+	p.partitionEpoch = mp.PartitionEpoch
+	p.isLeader = mp.Leader == rm.cfg.NodeID
+
+	switch {
+	case p.isLeader && (!wasLeader || oldEpoch != mp.LeaderEpoch):
+		// makeLeader: a new leader epoch starts at the log end offset.
+		leo := p.log.LogEndOffset()
+		if err := p.log.AssignEpochStartOffset(mp.LeaderEpoch, leo); err != nil {
+			rm.logger.Error("recording leader epoch start failed", append(log, zap.Error(err))...)
+		}
+		p.stateMu.Lock()
+		p.followers = map[int32]*followerState{}
+		p.stateMu.Unlock()
+		p.leaderEpochStartOffset.Store(leo)
+		rm.logger.Info("became leader", append(log, zap.Int32("leaderEpoch", mp.LeaderEpoch), zap.Int64("startOffset", leo))...)
+		changed = true
+	case !p.isLeader && (wasLeader || oldEpoch != mp.LeaderEpoch):
+		p.leaderEpochStartOffset.Store(-1)
+		rm.logger.Info("became follower", append(log, zap.Int32("leader", mp.Leader), zap.Int32("leaderEpoch", mp.LeaderEpoch))...)
+		changed = true
+	}
+	if p.isLeader {
+		p.maybeIncrementHW()
+	}
+	return changed
+}
+
+func (rm *ReplicaManager) zapPartition(p *Partition) []zap.Field {
+	return []zap.Field{zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition)}
+}

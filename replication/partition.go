@@ -1,0 +1,146 @@
+package replication
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kgo-broker/kgo-broker/storage"
+)
+
+// Partition is one partition this node holds a replica of, as leader or
+// follower (Kafka's cluster.Partition).
+//
+// Locks (see doc.go for the order): mu guards the leadership state and is
+// held for reading across every append and read, so leadership cannot change
+// under one (Kafka's leaderIsrUpdateLock); stateMu guards the high
+// watermark's movement and the followers' fetch state. hw is also readable
+// without a lock.
+type Partition struct {
+	tp      storage.TopicPartition
+	topicID [16]byte
+	nodeID  int32
+
+	mu sync.RWMutex
+	// Guarded by mu.
+	log            *storage.Log
+	cfg            storage.Config
+	isLeader       bool
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+
+	stateMu sync.Mutex
+	// Guarded by stateMu.
+	followers map[int32]*followerState
+
+	hw atomic.Int64 // high watermark; written under stateMu
+	// leaderEpochStartOffset is the log end offset when this node became
+	// leader; while the high watermark is below it, ListOffsets answers
+	// OFFSET_NOT_AVAILABLE (KIP-207). -1 once passed or as follower.
+	leaderEpochStartOffset atomic.Int64
+
+	watch watchers // parked produce and fetch requests
+}
+
+// followerState is the leader's view of a follower (Kafka's Replica).
+type followerState struct {
+	logEndOffset   int64
+	logStartOffset int64
+}
+
+func newPartition(tp storage.TopicPartition, topicID [16]byte, nodeID int32) *Partition {
+	p := &Partition{tp: tp, topicID: topicID, nodeID: nodeID, leader: -1, leaderEpoch: -1, partitionEpoch: -1,
+		followers: map[int32]*followerState{}}
+	p.leaderEpochStartOffset.Store(-1)
+	return p
+}
+
+// HighWatermark is the partition's high watermark.
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// checkEpoch is Partition.checkCurrentLeaderEpoch + getLocalLog: -1 skips
+// the epoch check. p.mu must be held.
+func (p *Partition) checkEpoch(current int32, requireLeader bool) error {
+	if current >= 0 {
+		switch {
+		case p.leaderEpoch > current:
+			return kerr.FencedLeaderEpoch
+		case p.leaderEpoch < current:
+			return kerr.UnknownLeaderEpoch
+		}
+	}
+	if requireLeader && !p.isLeader || p.log == nil {
+		return kerr.NotLeaderForPartition
+	}
+	return nil
+}
+
+// lastStableOffset is the LSO: the high watermark while there are no
+// transactions. p.mu must be held.
+func (p *Partition) lastStableOffset() int64 { return p.hw.Load() }
+
+// maybeIncrementHW moves the high watermark to the smallest log end offset
+// in the ISR (never backwards, never past the leader's LEO) and reports
+// whether it moved. p.mu must be held (read); takes stateMu.
+func (p *Partition) maybeIncrementHW() bool {
+	if !p.isLeader || p.log == nil {
+		return false
+	}
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	leo := p.log.LogEndOffset()
+	newHW := leo
+	for _, r := range p.isr {
+		if r == p.nodeID {
+			continue
+		}
+		f, ok := p.followers[r]
+		if !ok {
+			newHW = min(newHW, p.hw.Load())
+			continue
+		}
+		newHW = min(newHW, f.logEndOffset)
+	}
+	old := p.hw.Load()
+	if newHW <= old {
+		return false
+	}
+	p.hw.Store(newHW)
+	if s := p.leaderEpochStartOffset.Load(); s >= 0 && newHW >= s {
+		p.leaderEpochStartOffset.Store(-1)
+	}
+	return true
+}
+
+// isrContains reports whether id is in the ISR. p.mu must be held.
+func (p *Partition) isrContains(id int32) bool { return slices.Contains(p.isr, id) }
+
+// Snapshot is a partition's state at one moment, for callers outside the
+// package (Metadata-like answers and tests).
+type Snapshot struct {
+	IsLeader       bool
+	Leader         int32
+	LeaderEpoch    int32
+	ISR            []int32
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// Snapshot returns the partition's state.
+func (p *Partition) Snapshot() Snapshot {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	s := Snapshot{IsLeader: p.isLeader, Leader: p.leader, LeaderEpoch: p.leaderEpoch,
+		ISR: slices.Clone(p.isr), HighWatermark: p.hw.Load(), LogStartOffset: -1, LogEndOffset: -1}
+	if p.log != nil {
+		s.LogStartOffset = p.log.LogStartOffset()
+		s.LogEndOffset = p.log.LogEndOffset()
+	}
+	return s
+}
