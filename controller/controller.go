@@ -326,32 +326,33 @@ func (c *Controller) view(fn func(s *state)) {
 	fn(c.st)
 }
 
-// run is the background loop: activation on leader changes, NoOpRecords
-// every MaxIdleInterval and fencing of brokers whose session expired.
+// run is the background loop: activation on leader changes, a NoOpRecord
+// every MaxIdleInterval (so the high watermark advances as Kafka's does) and
+// fencing of brokers whose session expired.
 func (c *Controller) run() {
 	defer c.wg.Done()
-	period := c.cfg.MaxIdleInterval
-	if period < 0 || period > c.cfg.SessionTimeout/4 {
-		period = c.cfg.SessionTimeout / 4
+	var noop <-chan time.Time
+	if c.cfg.MaxIdleInterval > 0 {
+		t := time.NewTicker(c.cfg.MaxIdleInterval)
+		defer t.Stop()
+		noop = t.C
 	}
-	if period <= 0 {
-		period = 100 * time.Millisecond
+	check := c.cfg.SessionTimeout / 8
+	if check <= 0 || check > 250*time.Millisecond {
+		check = 250 * time.Millisecond
 	}
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	var lastNoOp time.Time
+	sessions := time.NewTicker(check)
+	defer sessions.Stop()
 	for {
 		select {
 		case <-c.closeCh:
 			return
 		case <-c.leaderCh:
 			c.maybeActivate()
-		case <-tick.C:
+		case <-noop:
+			c.writeNoOp()
+		case <-sessions.C:
 			c.maybeActivate()
-			if c.cfg.MaxIdleInterval > 0 && c.cfg.Now().Sub(lastNoOp) >= c.cfg.MaxIdleInterval {
-				c.writeNoOp()
-				lastNoOp = c.cfg.Now()
-			}
 			c.fenceStaleBrokers()
 		}
 	}

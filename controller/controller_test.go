@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/raft"
 )
@@ -826,5 +827,60 @@ func TestAppendFailureStepsDown(t *testing.T) {
 	e.waitActive()
 	if rt := e.createTopic("t", 1, 1); rt.ErrorCode != 0 {
 		t.Fatal(errOf(rt.ErrorCode, rt.ErrorMessage))
+	}
+}
+
+func TestFromBrokerConfig(t *testing.T) {
+	bc, err := config.SingleNode(map[string]string{"num.partitions": "3", "log.retention.hours": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, func(c *Config) {
+		fc := FromBrokerConfig(bc)
+		c.NumPartitions, c.ValidateTopicConfig, c.TopicConfigs, c.ListConfig = fc.NumPartitions, fc.ValidateTopicConfig, fc.TopicConfigs, fc.ListConfig
+		if fc.SessionTimeout != 9*time.Second || fc.MaxIdleInterval != 500*time.Millisecond || fc.DeleteTopicDisable {
+			t.Errorf("from config: %+v", fc)
+		}
+	})
+	e.addBroker(1)
+	rt := e.createTopic("t", -1, -1, "cleanup.policy", "compact")
+	if rt.ErrorCode != 0 || rt.NumPartitions != 3 {
+		t.Fatal(errOf(rt.ErrorCode, rt.ErrorMessage))
+	}
+	cfgs := map[string]kmsg.CreateTopicsResponseTopicConfig{}
+	for _, c := range rt.Configs {
+		cfgs[c.Name] = c
+	}
+	if c := cfgs["cleanup.policy"]; c.Source != 1 || *c.Value != "compact" {
+		t.Errorf("cleanup.policy %+v", c)
+	}
+	if c := cfgs["retention.ms"]; c.Source != 4 || *c.Value != "3600000" {
+		t.Errorf("retention.ms %+v", c)
+	}
+	if c, ok := cfgs["min.insync.replicas"]; !ok || c.Source != 5 || *c.Value != "1" {
+		t.Errorf("min.insync.replicas %+v", c)
+	}
+	if rt := e.createTopic("u", 1, 1, "retention.ms", "abc"); rt.ErrorCode != kerr.InvalidConfig.Code {
+		t.Errorf("invalid value: %s", errOf(rt.ErrorCode, rt.ErrorMessage))
+	} else {
+		t.Logf("message: %s", *rt.ErrorMessage)
+	}
+	if rt := e.createTopic("u", 1, 1, "no.such", "1"); errOf(rt.ErrorCode, rt.ErrorMessage) != "INVALID_CONFIG: Unknown topic config name: no.such" {
+		t.Errorf("unknown: %s", errOf(rt.ErrorCode, rt.ErrorMessage))
+	}
+}
+
+func TestNoOpRecordsAdvanceTheLog(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.MaxIdleInterval = 10 * time.Millisecond })
+	start := e.c.Image().Offset
+	deadline := time.Now().Add(5 * time.Second)
+	for e.c.Image().Offset < start+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("offset stuck at %d", e.c.Image().Offset)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if hw := e.node.HighWatermark(); hw < start+3 {
+		t.Fatalf("high watermark %d", hw)
 	}
 }
