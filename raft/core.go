@@ -121,6 +121,7 @@ type Core struct {
 	fetchSentMs    int64
 	fetchRetryAt   int64
 	leaderResigned bool
+	lastContact    int64 // last successful contact with the leader of this epoch
 
 	// Leader
 	epochStart   int64
@@ -164,6 +165,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		lastReported: LeaderAndEpoch{
 			LeaderID: NoLeader, Epoch: -1,
 		},
+		lastContact: cfg.NowMs,
 	}
 	sort.Slice(c.voters, func(i, j int) bool { return c.voters[i] < c.voters[j] })
 	if len(c.voters) == 0 {
@@ -206,9 +208,21 @@ func (c *Core) Epoch() int32 { return c.epoch }
 // Role returns the current role.
 func (c *Core) Role() Role { return c.role }
 
-// LeaderAndEpoch returns the known leader and the epoch.
+// LeaderAndEpoch returns the leader and the epoch: the leader is known only
+// while this replica leads or follows (-1 otherwise, also once resigned).
 func (c *Core) LeaderAndEpoch() LeaderAndEpoch {
-	return LeaderAndEpoch{LeaderID: c.leader, Epoch: c.epoch}
+	return LeaderAndEpoch{LeaderID: c.advertisedLeader(), Epoch: c.epoch}
+}
+
+// advertisedLeader is the leader this replica names in responses: itself when
+// leading, its leader when following, otherwise none (a retained leader of a
+// Prospective replica is hearsay).
+func (c *Core) advertisedLeader() int32 {
+	switch c.role {
+	case RoleLeader, RoleFollower:
+		return c.leader
+	}
+	return NoLeader
 }
 
 // HighWatermark returns the high watermark (-1 unknown).
@@ -307,7 +321,7 @@ func (c *Core) leaveRole() {
 	if c.role == RoleLeader {
 		// answer parked fetches: we are no longer the leader
 		for _, p := range c.parked {
-			c.send(Message{Type: MsgFetchResp, To: p.req.From, ID: p.req.ID, Epoch: c.epoch, LeaderID: c.leader,
+			c.send(Message{Type: MsgFetchResp, To: p.req.From, ID: p.req.ID, Epoch: c.epoch, LeaderID: NoLeader,
 				Error: errNotLeaderOrFollower, HighWatermark: c.hw, ReadFrom: -1})
 		}
 		c.parked = nil
@@ -336,13 +350,19 @@ func (c *Core) becomeFollower(epoch, leader int32) {
 	if epoch != c.epoch {
 		voted = NoLeader
 	}
+	if epoch != c.epoch || leader != c.leader {
+		// a new leader: it was alive recently. Rejoining the leader we had
+		// keeps the old contact time, so a dead leader is not revived by
+		// hearsay and a voter that lost it keeps granting pre-votes.
+		c.lastContact = c.now
+	}
 	c.role = RoleFollower
 	c.setHardState(epoch, leader, voted)
 	c.startFollowing()
 }
 
 func (c *Core) startFollowing() {
-	c.fetchDeadline = c.now + c.cfg.FetchTimeoutMs
+	c.fetchDeadline = max(c.lastContact+c.cfg.FetchTimeoutMs, c.now+c.cfg.FetchTimeoutMs/2)
 	c.fetchInflight = 0
 	c.fetchRetryAt = c.now
 	c.sendFetch()
@@ -353,6 +373,9 @@ func (c *Core) becomeProspective() {
 		return
 	}
 	c.leaveRole()
+	if c.leader == c.id {
+		c.setHardState(c.epoch, NoLeader, c.votedID)
+	}
 	c.role = RoleProspective
 	c.votes = map[int32]bool{c.id: true}
 	c.resetElectionTimer()

@@ -54,7 +54,7 @@ func (c *Core) handleCommonResponse(m Message) bool {
 	case m.Epoch < c.epoch:
 		return false
 	}
-	if m.LeaderID >= 0 && m.LeaderID != c.id && c.leader != m.LeaderID {
+	if m.LeaderID >= 0 && m.LeaderID != c.id && (c.leader != m.LeaderID || c.role != RoleFollower) {
 		switch c.role {
 		case RoleUnattached, RoleProspective, RoleCandidate:
 			c.becomeFollower(m.Epoch, m.LeaderID)
@@ -84,7 +84,7 @@ func (c *Core) handleVote(m Message) {
 		resp.Granted = granted
 		resp.Error = errCode
 		resp.Epoch = c.epoch
-		resp.LeaderID = c.leader
+		resp.LeaderID = c.advertisedLeader()
 		c.send(resp)
 	}
 	if !c.isVoter || !c.isKnownVoter(m.From) {
@@ -104,7 +104,7 @@ func (c *Core) handleVote(m Message) {
 			granted = false
 		case RoleFollower:
 			// reject while the leader is alive (fetch timer running), unless it resigned
-			if !c.leaderResigned && c.now < c.fetchDeadline {
+			if !c.leaderResigned && c.now-c.lastContact < c.cfg.FetchTimeoutMs {
 				granted = false
 			}
 		}
@@ -158,12 +158,12 @@ func (c *Core) handleVoteResp(m Message) {
 func (c *Core) handleBeginQuorumEpoch(m Message) {
 	resp := Message{Type: MsgBeginQuorumEpochResp, To: m.From, ID: m.ID}
 	if !c.isKnownVoter(m.LeaderID) || m.LeaderID != m.From {
-		resp.Error, resp.Epoch, resp.LeaderID = errInconsistentVoterSet, c.epoch, c.leader
+		resp.Error, resp.Epoch, resp.LeaderID = errInconsistentVoterSet, c.epoch, c.advertisedLeader()
 		c.send(resp)
 		return
 	}
 	if m.Epoch < c.epoch {
-		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.leader
+		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.advertisedLeader()
 		c.send(resp)
 		return
 	}
@@ -174,14 +174,15 @@ func (c *Core) handleBeginQuorumEpoch(m Message) {
 		}
 		c.becomeFollower(m.Epoch, m.LeaderID)
 	}
-	resp.Epoch, resp.LeaderID = c.epoch, c.leader
+	c.lastContact = c.now
+	resp.Epoch, resp.LeaderID = c.epoch, c.advertisedLeader()
 	c.send(resp)
 }
 
 func (c *Core) handleEndQuorumEpoch(m Message) {
 	resp := Message{Type: MsgEndQuorumEpochResp, To: m.From, ID: m.ID}
 	if m.Epoch < c.epoch {
-		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.leader
+		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.advertisedLeader()
 		c.send(resp)
 		return
 	}
@@ -204,7 +205,7 @@ func (c *Core) handleEndQuorumEpoch(m Message) {
 			c.electionDeadline = min(c.electionDeadline, c.now+backoff)
 		}
 	}
-	resp.Epoch, resp.LeaderID = c.epoch, c.leader
+	resp.Epoch, resp.LeaderID = c.epoch, c.advertisedLeader()
 	c.send(resp)
 }
 
@@ -212,7 +213,7 @@ func (c *Core) handleEndQuorumEpoch(m Message) {
 // Fetch (leader side)
 
 func (c *Core) fetchResp(m Message) Message {
-	return Message{Type: MsgFetchResp, To: m.From, ID: m.ID, Epoch: c.epoch, LeaderID: c.leader,
+	return Message{Type: MsgFetchResp, To: m.From, ID: m.ID, Epoch: c.epoch, LeaderID: c.advertisedLeader(),
 		HighWatermark: c.hw, ReadFrom: -1}
 }
 
@@ -341,9 +342,9 @@ func (c *Core) handleFetchResp(m Message) {
 		c.fetchRetryAt = c.now + c.cfg.RetryBackoffMs
 		return
 	}
-	c.fetchDeadline = c.now + c.cfg.FetchTimeoutMs
-	if c.leaderResigned {
-		// a resigned leader does not answer fetches successfully; keep the shortened timer
+	if !c.leaderResigned {
+		c.lastContact = c.now
+		c.fetchDeadline = c.now + c.cfg.FetchTimeoutMs
 	}
 	switch {
 	case m.Diverging != nil:
