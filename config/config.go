@@ -45,21 +45,19 @@ func (s Source) String() string {
 // Apache Kafka's docker image default server.properties, with log.dirs=./data.
 func SingleNodeDefaults() map[string]string {
 	return map[string]string{
-		"process.roles":                                    "broker,controller",
-		"node.id":                                          "1",
-		"controller.quorum.voters":                         "1@localhost:9093",
-		"listeners":                                        "PLAINTEXT://:9092,CONTROLLER://:9093",
-		"advertised.listeners":                             "PLAINTEXT://localhost:9092",
-		"controller.listener.names":                        "CONTROLLER",
-		"inter.broker.listener.name":                       "PLAINTEXT",
-		"listener.security.protocol.map":                   "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-		"log.dirs":                                         "./data",
-		"num.partitions":                                   "1",
-		"offsets.topic.replication.factor":                 "1",
-		"transaction.state.log.replication.factor":         "1",
-		"transaction.state.log.min.isr":                    "1",
-		"share.coordinator.state.topic.replication.factor": "1",
-		"share.coordinator.state.topic.min.isr":            "1",
+		"process.roles":                            "broker,controller",
+		"node.id":                                  "1",
+		"controller.quorum.voters":                 "1@localhost:9093",
+		"listeners":                                "PLAINTEXT://:9092,CONTROLLER://:9093",
+		"advertised.listeners":                     "PLAINTEXT://localhost:9092",
+		"controller.listener.names":                "CONTROLLER",
+		"inter.broker.listener.name":               "PLAINTEXT",
+		"listener.security.protocol.map":           "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+		"log.dirs":                                 "./data",
+		"num.partitions":                           "1",
+		"offsets.topic.replication.factor":         "1",
+		"transaction.state.log.replication.factor": "1",
+		"transaction.state.log.min.isr":            "1",
 	}
 }
 

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/kgo-broker/kgo-broker/config"
+)
+
+// metadataVersion is the metadata.version the controller bootstraps a new
+// cluster with (controller.DefaultMetadataVersion, feature level 25). kgo-broker
+// does not write bootstrap.checkpoint: the controller writes these feature levels
+// itself when the metadata log is empty.
+const metadataVersion = "4.0-IV3"
+
+// releaseVersions maps the --release-version values kgo-broker accepts to the
+// metadata.version they mean.
+var releaseVersions = map[string]string{"4.0": "4.0-IV3", "4.0-IV3": "4.0-IV3"}
+
+// formatOptions are kafka-storage.sh format's options.
+type formatOptions struct {
+	ClusterID          string
+	IgnoreFormatted    bool
+	ReleaseVersion     string
+	Standalone         bool
+	NoInitialControls  bool
+	InitialControllers string
+}
+
+// formatError is a failure kafka-storage.sh reports on stderr with exit code 1.
+type formatError struct{ msg string }
+
+func (e *formatError) Error() string { return e.msg }
+
+// dirState is what a directory holds before formatting.
+type dirState struct {
+	Dir   string
+	Meta  config.MetaProperties
+	Found bool // meta.properties exists and was read
+}
+
+// readDirs reads meta.properties of every directory. A directory that does not
+// exist or has no meta.properties is empty; any other error is returned.
+func readDirs(dirs []string) ([]dirState, error) {
+	var out []dirState
+	for _, d := range dirs {
+		m, err := config.ReadMetaProperties(d)
+		switch {
+		case err == nil:
+			out = append(out, dirState{Dir: d, Meta: m, Found: true})
+		case errors.Is(err, config.ErrNoMetaProperties):
+			out = append(out, dirState{Dir: d})
+		default:
+			return nil, fmt.Errorf("reading log directory %s: %w", d, err)
+		}
+	}
+	return out, nil
+}
+
+// verifyDirs checks the formatted directories agree with each other and with
+// the configured node id and, when non-empty, clusterID.
+func verifyDirs(states []dirState, nodeID int32, clusterID string) error {
+	formatted := map[string]config.MetaProperties{}
+	for _, s := range states {
+		if s.Found {
+			formatted[s.Dir] = s.Meta
+		}
+	}
+	if err := config.VerifyMetaProperties(formatted, nodeID); err != nil {
+		return err
+	}
+	if clusterID == "" {
+		return nil
+	}
+	for _, s := range states {
+		if s.Found && s.Meta.ClusterID != "" && s.Meta.ClusterID != clusterID {
+			return fmt.Errorf("Invalid cluster.id in: %s/%s. Expected %s, but read %s", s.Dir, config.MetaPropertiesFile, clusterID, s.Meta.ClusterID)
+		}
+	}
+	return nil
+}
+
+// dirDescription is Formatter.DirectoryType.description.
+func dirDescription(dir string, cfg *config.Config, standalone bool) string {
+	if dir != cfg.MetadataLogDir {
+		return "data directory"
+	}
+	if standalone {
+		return "dynamic metadata voter directory"
+	}
+	return "metadata directory"
+}
+
+// formatEmpty writes meta.properties v1 into every empty directory, printing
+// Kafka's line for each before writing it. It returns the directory ids.
+func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID, mv string, standalone bool) error {
+	used := map[config.UUID]bool{}
+	for _, s := range states {
+		used[s.Meta.DirectoryID] = true
+	}
+	for i := range states {
+		s := &states[i]
+		if s.Found {
+			continue
+		}
+		id := config.NewDirectoryID()
+		for used[id] {
+			id = config.NewDirectoryID()
+		}
+		used[id] = true
+		fmt.Fprintf(w, "Formatting %s %s with metadata.version %s.\n", dirDescription(s.Dir, cfg, standalone), s.Dir, mv)
+		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+			return fmt.Errorf("Error while writing meta.properties file %s: %v", s.Dir, err)
+		}
+		m := config.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: cfg.NodeID, DirectoryID: id}
+		if err := config.WriteMetaProperties(s.Dir, m); err != nil {
+			return fmt.Errorf("Error while writing meta.properties file %s: %v", s.Dir, err)
+		}
+		s.Meta, s.Found = m, true
+	}
+	return nil
+}
+
+// runFormat is kafka-storage.sh format (StorageTool.runFormatCommand + Formatter).
+func runFormat(w io.Writer, cfg *config.Config, o formatOptions) error {
+	if o.ClusterID == "" {
+		return &formatError{"You must specify the cluster id."}
+	}
+	mv := metadataVersion
+	if o.ReleaseVersion != "" {
+		v, ok := releaseVersions[o.ReleaseVersion]
+		if !ok {
+			return &formatError{fmt.Sprintf("Unknown metadata.version '%s'. Supported metadata.version are: %s (kgo-broker bootstraps %s only)", o.ReleaseVersion, metadataVersion, metadataVersion)}
+		}
+		mv = v
+	}
+	if o.InitialControllers != "" {
+		return &formatError{"--initial-controllers is not supported by kgo-broker yet: use controller.quorum.voters (static quorum)"}
+	}
+	if (o.Standalone || o.InitialControllers != "") && len(cfg.Voters) > 0 {
+		return &formatError{"You cannot specify controller.quorum.voters and format the node with --initial-controllers or --standalone. If you want to use dynamic quorum, please remove controller.quorum.voters and specify controller.quorum.bootstrap.servers instead."}
+	}
+	if !o.NoInitialControls && cfg.ProcessRoles.IsController() && len(cfg.Voters) == 0 && !o.Standalone {
+		return &formatError{"Because controller.quorum.voters is not set on this controller, you must specify one of the following: --standalone, --initial-controllers, or --no-initial-controllers."}
+	}
+	dirs := cfg.AllDirs()
+	sort.Strings(dirs)
+	states, err := readDirs(dirs)
+	if err != nil {
+		return err
+	}
+	if err := verifyDirs(states, cfg.NodeID, o.ClusterID); err != nil {
+		return err
+	}
+	empty := 0
+	for _, s := range states {
+		if s.Found && !o.IgnoreFormatted {
+			return &formatError{fmt.Sprintf("Log directory %s is already formatted. Use --ignore-formatted to ignore this directory and format the others.", s.Dir)}
+		}
+		if !s.Found {
+			empty++
+		}
+	}
+	if empty == 0 {
+		fmt.Fprintln(w, "All of the log directories are already formatted.")
+		return nil
+	}
+	return formatEmpty(w, cfg, states, o.ClusterID, mv, o.Standalone)
+}
+
+// prepareStorage is the first-start auto-format: every empty directory is
+// formatted with the cluster id already on disk, else $CLUSTER_ID, else a random
+// one. It returns the cluster id, the directory ids and whether it formatted.
+func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (clusterID string, dirIDs map[string][16]byte, formatted []string, err error) {
+	dirs := cfg.AllDirs()
+	states, err := readDirs(dirs)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := verifyDirs(states, cfg.NodeID, ""); err != nil {
+		return "", nil, nil, err
+	}
+	for _, s := range states {
+		if s.Found && s.Meta.ClusterID != "" {
+			clusterID = s.Meta.ClusterID
+			break
+		}
+	}
+	if clusterID != "" && envClusterID != "" && envClusterID != clusterID {
+		for _, s := range states {
+			if s.Found {
+				return "", nil, nil, fmt.Errorf("CLUSTER_ID=%s does not match cluster.id %s in %s/%s: unset CLUSTER_ID or use an empty log directory", envClusterID, clusterID, s.Dir, config.MetaPropertiesFile)
+			}
+		}
+	}
+	if clusterID == "" {
+		clusterID = envClusterID
+	}
+	if clusterID == "" {
+		clusterID = config.RandomUUID().String()
+	}
+	for _, s := range states {
+		if !s.Found {
+			formatted = append(formatted, s.Dir)
+		}
+	}
+	if len(formatted) > 0 {
+		if err := formatEmpty(w, cfg, states, clusterID, metadataVersion, false); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	dirIDs = map[string][16]byte{}
+	for _, s := range states {
+		if s.Meta.Version == 0 {
+			return "", nil, nil, fmt.Errorf("log directory %s has a version 0 (ZooKeeper) meta.properties; kgo-broker runs KRaft only", s.Dir)
+		}
+		dirIDs[s.Dir] = s.Meta.DirectoryID
+	}
+	return clusterID, dirIDs, formatted, nil
+}
+
+// parseFormatArgs parses kafka-storage.sh format's arguments.
+func parseFormatArgs(args []string) (configFile string, o formatOptions, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "--") {
+			name, hasVal = a, false
+		}
+		value := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("argument %s: expected one argument", name)
+			}
+			i++
+			return args[i], nil
+		}
+		var v string
+		switch name {
+		case "-t", "--cluster-id":
+			v, err = value()
+			o.ClusterID = v
+		case "-c", "--config":
+			v, err = value()
+			configFile = v
+		case "-r", "--release-version":
+			v, err = value()
+			o.ReleaseVersion = v
+		case "-I", "--initial-controllers":
+			v, err = value()
+			o.InitialControllers = v
+		case "-g", "--ignore-formatted":
+			o.IgnoreFormatted = true
+		case "-s", "--standalone":
+			o.Standalone = true
+		case "-N", "--no-initial-controllers":
+			o.NoInitialControls = true
+		case "-S", "--add-scram", "-f", "--feature":
+			return "", o, fmt.Errorf("argument %s is not supported by kgo-broker yet", name)
+		default:
+			return "", o, fmt.Errorf("unrecognized arguments: '%s'", a)
+		}
+		if err != nil {
+			return "", o, err
+		}
+	}
+	if configFile == "" {
+		return "", o, errors.New("argument --config/-c is required")
+	}
+	if o.ClusterID == "" {
+		return "", o, errors.New("argument --cluster-id/-t is required")
+	}
+	n := 0
+	for _, b := range []bool{o.Standalone, o.NoInitialControls, o.InitialControllers != ""} {
+		if b {
+			n++
+		}
+	}
+	if n > 1 {
+		return "", o, errors.New("argument --standalone, --no-initial-controllers and --initial-controllers are mutually exclusive")
+	}
+	return configFile, o, nil
+}
