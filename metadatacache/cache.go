@@ -76,7 +76,9 @@ func (c *Cache) Image() *Image {
 
 // Subscribe registers fn to be called after each publish, in publish order,
 // with the previous and the new image. fn runs on the goroutine calling
-// Apply/LoadSnapshot and must not call them.
+// Apply/LoadSnapshot, before that call returns, and must not call Apply,
+// LoadSnapshot or Subscribe (it may call Image and WaitForOffset for
+// offsets already published).
 func (c *Cache) Subscribe(fn func(old, new *Image)) {
 	c.mu.Lock()
 	c.mu.subs = append(c.mu.subs, fn)

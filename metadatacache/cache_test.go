@@ -264,6 +264,9 @@ func TestBrokerLifecycle(t *testing.T) {
 	if ctl := img.Controller(3000); ctl == nil || ctl.Listeners[0].Name != "CONTROLLER" || len(img.Controllers()) != 1 {
 		t.Fatal("controller")
 	}
+	if img = apply(t, c, &UnregisterControllerRecord{ControllerID: 3000}); img.Controller(3000) != nil {
+		t.Fatal("controller not unregistered")
+	}
 }
 
 func TestFeaturesQuotasProducerIDs(t *testing.T) {

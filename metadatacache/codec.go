@@ -133,6 +133,7 @@ const (
 	KeyEndTransaction           int16 = 24
 	KeyAbortTransaction         int16 = 25
 	KeyRegisterController       int16 = 27
+	KeyUnregisterController     int16 = 29
 )
 
 // NewRecord returns a new record of the given apiKey with the schema's
@@ -177,6 +178,8 @@ func NewRecord(key int16) Record {
 		return NewAbortTransactionRecord()
 	case KeyRegisterController:
 		return NewRegisterControllerRecord()
+	case KeyUnregisterController:
+		return NewUnregisterControllerRecord()
 	}
 	return nil
 }
@@ -188,7 +191,7 @@ func RecordKeys() []int16 {
 		KeyPartitionChange, KeyFenceBroker, KeyUnfenceBroker, KeyRemoveTopic,
 		KeyFeatureLevel, KeyClientQuota, KeyProducerIds, KeyBrokerRegistrationChange,
 		KeyNoOp, KeyZkMigrationState, KeyBeginTransaction, KeyEndTransaction,
-		KeyAbortTransaction, KeyRegisterController,
+		KeyAbortTransaction, KeyRegisterController, KeyUnregisterController,
 	}
 }
 

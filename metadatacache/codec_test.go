@@ -106,6 +106,7 @@ func TestGoldenVectors(t *testing.T) {
 		{"RegisterControllerRecord", &RegisterControllerRecord{ControllerID: 3000, IncarnationID: uuidN(1),
 			EndPoints: []ControllerEndpoint{{Name: "C", Host: "h", Port: 9093, SecurityProtocol: 0}}},
 			"01 1b 00 | 00000bb8 |" + u01 + "| 00 | 02 02 43 02 68 2385 0000 00 | 01 | 00"},
+		{"UnregisterControllerRecord", &UnregisterControllerRecord{ControllerID: 3000}, "01 1d 00 | 00000bb8 | 00"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -231,6 +232,8 @@ func populated(key, v int16) Record {
 	case KeyRegisterController:
 		r = &RegisterControllerRecord{ControllerID: 3000, IncarnationID: uuidN(3), ZkMigrationReady: true,
 			EndPoints: eps, Features: fs, UnknownTags: unk}
+	case KeyUnregisterController:
+		r = &UnregisterControllerRecord{ControllerID: 3000, UnknownTags: unk}
 	default:
 		panic(key)
 	}

@@ -38,9 +38,14 @@
 // FenceBroker (7), UnfenceBroker (8), RemoveTopic (9), FeatureLevel (12),
 // ClientQuota (14), ProducerIds (15), BrokerRegistrationChange (17), NoOp
 // (20), ZkMigrationState (21), BeginTransaction (23), EndTransaction (24),
-// AbortTransaction (25) and RegisterController (27). The ACL, SCRAM and
-// delegation-token records (10, 11, 18, 19, 22, 26) are not: DecodeRecord
-// reports them as ErrUnknownRecordType.
+// AbortTransaction (25), RegisterController (27) and UnregisterController
+// (29, KIP-1312). The ACL, SCRAM and delegation-token records (10, 11, 18,
+// 19, 22, 26) are not: DecodeRecord reports them as ErrUnknownRecordType.
+// Versions are those of the schemas up to Kafka 4.2. From metadata.version
+// 4.3-IV0 (level 30) Kafka writes RegisterBrokerRecord v4 and
+// BrokerRegistrationChangeRecord v3 with the KIP-1066 CordonedLogDirs
+// field; those versions are not known here and are rejected as
+// ErrUnsupportedVersion (RecordVersionFor never returns them).
 //
 // # Replay
 //
@@ -49,6 +54,8 @@
 //
 //   - FeatureLevelRecord sets a finalized level; level 0 removes the feature
 //     (FeaturesDelta). metadata.version is kept in the same map.
+//   - RegisterControllerRecord and UnregisterControllerRecord add and remove
+//     a controller registration.
 //   - RegisterBrokerRecord replaces the broker's registration whole
 //     (BrokerRegistration.fromRecord; log dirs sorted); UnregisterBrokerRecord
 //     removes it without checking the epoch. FenceBrokerRecord,

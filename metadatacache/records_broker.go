@@ -431,3 +431,45 @@ func (r *RegisterControllerRecord) ReadFrom(src []byte) error {
 	r.UnknownTags = d.tags(nil)
 	return d.done("RegisterControllerRecord")
 }
+
+// ---- UnregisterControllerRecord ----
+
+// UnregisterControllerRecord (apiKey 29, v0) removes a controller
+// registration (KIP-1312, Kafka trunk 2026-08, written from
+// metadata.version 4.4-IV2). UnregisterControllerRecord.json is not in
+// the schemas vendored for this project; its one field is taken from the
+// KIP and PR #22191.
+type UnregisterControllerRecord struct {
+	ver
+	ControllerID int32
+	UnknownTags  []TaggedField
+}
+
+// NewUnregisterControllerRecord returns an UnregisterControllerRecord at its newest version.
+func NewUnregisterControllerRecord() *UnregisterControllerRecord {
+	r := &UnregisterControllerRecord{}
+	r.v = r.MaxVersion()
+	return r
+}
+
+// Default resets every field to the schema's default, keeping the version.
+func (r *UnregisterControllerRecord) Default() { *r = UnregisterControllerRecord{ver: r.ver} }
+
+func (*UnregisterControllerRecord) Key() int16        { return KeyUnregisterController }
+func (*UnregisterControllerRecord) MaxVersion() int16 { return 0 }
+
+func (r *UnregisterControllerRecord) AppendTo(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, r.ControllerID)
+	return appendNoTags(dst, r.UnknownTags)
+}
+
+func (r *UnregisterControllerRecord) ReadFrom(src []byte) error {
+	if err := checkVersion(r, r.v); err != nil {
+		return err
+	}
+	r.Default()
+	d := decoder{b: src}
+	r.ControllerID = d.int32()
+	r.UnknownTags = d.tags(nil)
+	return d.done("UnregisterControllerRecord")
+}

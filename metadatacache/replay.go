@@ -141,6 +141,9 @@ func (b *builder) replay(rec Record) error {
 		delete(b.brokers(), r.BrokerID)
 	case *RegisterControllerRecord:
 		b.controllers()[r.ControllerID] = controllerFromRecord(r)
+	case *UnregisterControllerRecord:
+		// ClusterDelta.replay(UnregisterControllerRecord) (KIP-1312).
+		delete(b.controllers(), r.ControllerID)
 	case *FenceBrokerRecord:
 		cur, err := b.brokerForChange(r.ID, r.Epoch, "fence")
 		if err != nil {
