@@ -167,7 +167,7 @@ func loadTimeIndex(f vfs.File, base int64, maxEntries int, nextOffset int64) (*t
 				break
 			}
 		}
-		if e.rel < 0 || base+int64(e.rel) >= max(nextOffset, base+1) {
+		if e.ts < 0 || e.rel < 0 || base+int64(e.rel) >= max(nextOffset, base+1) {
 			ok = false
 			break
 		}

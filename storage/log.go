@@ -305,6 +305,26 @@ func (l *Log) loadSegments(o LogOptions) error {
 	}
 	l.mu.segments = segs
 
+	// after a crash the rolled-to segment may be empty while data before it was lost:
+	// start the empty active segment right after the data that survived
+	if n := len(l.mu.segments); n >= 2 && !o.HadCleanShutdown {
+		prev, last := l.mu.segments[n-2], l.mu.segments[n-1]
+		if last.size == 0 && last.base > prev.nextOffset {
+			last.closeFiles()
+			if err := last.removeFiles(); err != nil {
+				return err
+			}
+			l.mu.segments = l.mu.segments[:n-1]
+			if err := removeSnapshot(l.fs, l.dir, last.base); err != nil {
+				return err
+			}
+			s, err := createSegment(l.fs, l.dir, prev.nextOffset, cfg, nowMs, 0)
+			if err != nil {
+				return err
+			}
+			l.mu.segments = append(l.mu.segments, s)
+		}
+	}
 	if len(l.mu.segments) == 0 {
 		s, err := createSegment(l.fs, l.dir, max(o.LogStartOffset, 0), cfg, nowMs, l.jitter(cfg))
 		if err != nil {

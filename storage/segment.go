@@ -30,6 +30,7 @@ type segment struct {
 	rollingBasedTs  int64 // max timestamp of the first append, NoTimestamp when none
 	createdMs       int64
 	rollJitterMs    int64
+	missingIndex    bool // an index file did not exist when opened: rebuild
 }
 
 func segmentName(dir string, base int64, suffix string) string {
@@ -98,6 +99,11 @@ func openSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs int64) (*s
 		return nil, err
 	}
 	s.size = st.Size()
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		if _, err := fs.Stat(segmentName(dir, base, suf)); err != nil {
+			s.missingIndex = true
+		}
+	}
 	fi, err := fs.OpenFile(segmentName(dir, base, indexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		s.log.Close()
@@ -117,6 +123,9 @@ func openSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs int64) (*s
 // loadIndexes loads the index files and derives nextOffset/maxTs by scanning from the
 // last index entry. It reports false when the indexes must be rebuilt (recover).
 func (s *segment) loadIndexes() (bool, error) {
+	if s.missingIndex {
+		return false, nil
+	}
 	idx, ok, err := loadOffsetIndex(s.idx.f, s.base, s.idx.maxEntries, s.size)
 	if err != nil {
 		return false, err

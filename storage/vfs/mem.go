@@ -23,8 +23,10 @@ type MemFS struct {
 type memNode struct {
 	dir    bool
 	mu     sync.Mutex // guards data, synced, mod
-	data   []byte
+	data   []byte // bytes [len(data), size) are zeros (sparse preallocation)
+	size   int64
 	synced []byte
+	ssize  int64
 	mod    time.Time
 }
 
@@ -65,6 +67,7 @@ func (m *MemFS) CrashClone() *MemFS {
 		if !n.dir {
 			nn.data = append([]byte(nil), n.synced...)
 			nn.synced = append([]byte(nil), n.synced...)
+			nn.size, nn.ssize = n.ssize, n.ssize
 		}
 		n.mu.Unlock()
 		c.nodes[k] = nn
@@ -107,6 +110,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 	if flag&os.O_TRUNC != 0 && !n.dir {
 		n.mu.Lock()
 		n.data = n.data[:0]
+		n.size = 0
 		n.mu.Unlock()
 	}
 	return &memFile{fs: m, name: name, node: n, flag: flag}, nil
@@ -259,7 +263,7 @@ type memInfo struct {
 func (n *memNode) info(name string) memInfo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return memInfo{name: name, size: int64(len(n.data)), dir: n.dir, mod: n.mod}
+	return memInfo{name: name, size: n.size, dir: n.dir, mod: n.mod}
 }
 
 func (i memInfo) Name() string { return i.name }
@@ -312,14 +316,19 @@ func (f *memFile) readAt(p []byte, off int64) (int, error) {
 	}
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
-	if off >= int64(len(f.node.data)) {
+	if off >= f.node.size {
 		return 0, io.EOF
 	}
-	n := copy(p, f.node.data[off:])
-	if n < len(p) {
-		return n, io.EOF
+	want := min(int64(len(p)), f.node.size-off)
+	n := 0
+	if off < int64(len(f.node.data)) {
+		n = copy(p[:want], f.node.data[off:])
 	}
-	return n, nil
+	clear(p[n:want])
+	if want < int64(len(p)) {
+		return int(want), io.EOF
+	}
+	return int(want), nil
 }
 
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
@@ -343,19 +352,18 @@ func (f *memFile) writeAt(p []byte, off int64) (int, error) {
 	defer f.node.mu.Unlock()
 	end := off + int64(len(p))
 	if end > int64(len(f.node.data)) {
+		old := int64(len(f.node.data))
 		if end > int64(cap(f.node.data)) {
 			nd := make([]byte, end, max(end, 2*int64(cap(f.node.data))))
 			copy(nd, f.node.data)
 			f.node.data = nd
 		} else {
-			old := int64(len(f.node.data))
 			f.node.data = f.node.data[:end]
-			if off > old {
-				clear(f.node.data[old:off])
-			}
+			clear(f.node.data[old:end])
 		}
 	}
 	copy(f.node.data[off:], p)
+	f.node.size = max(f.node.size, end)
 	f.node.mod = time.Now()
 	return len(p), nil
 }
@@ -368,7 +376,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 	}
 	if f.flag&os.O_APPEND != 0 {
 		f.node.mu.Lock()
-		f.pos = int64(len(f.node.data))
+		f.pos = f.node.size
 		f.node.mu.Unlock()
 	}
 	n, err := f.writeAt(p, f.pos)
@@ -408,6 +416,7 @@ func (f *memFile) Sync() error {
 	}
 	f.node.mu.Lock()
 	f.node.synced = append(f.node.synced[:0], f.node.data...)
+	f.node.ssize = f.node.size
 	f.node.mu.Unlock()
 	return nil
 }
@@ -421,13 +430,10 @@ func (f *memFile) Truncate(size int64) error {
 	}
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
-	if size <= int64(len(f.node.data)) {
+	if size < int64(len(f.node.data)) {
 		f.node.data = f.node.data[:size]
-	} else {
-		nd := make([]byte, size)
-		copy(nd, f.node.data)
-		f.node.data = nd
 	}
+	f.node.size = size
 	return nil
 }
 
