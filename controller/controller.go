@@ -285,15 +285,11 @@ func (c *Controller) write(ctx context.Context, recs []metadatacache.Record) (la
 	return last, nil
 }
 
-// renounceLocked gives up activity; the loop re-activates if raft still
-// names this node leader. c.mu must be held.
+// renounceLocked gives up activity; the loop's periodic check re-activates
+// if raft still names this node leader. c.mu must be held.
 func (c *Controller) renounceLocked() {
 	c.mu.activeEpoch = -1
 	c.mu.sessions = make(map[int32]*session)
-	select {
-	case c.leaderCh <- struct{}{}:
-	default:
-	}
 }
 
 // waitApplied waits until the batch ending at offset was replayed.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"math/rand/v2"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -882,5 +884,112 @@ func TestNoOpRecordsAdvanceTheLog(t *testing.T) {
 	}
 	if hw := e.node.HighWatermark(); hw < start+3 {
 		t.Fatalf("high watermark %d", hw)
+	}
+}
+
+func TestConcurrentRequests(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.MaxIdleInterval = 5 * time.Millisecond })
+	epoch := e.addBroker(1)
+	errs := make(chan error, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			resp, err := e.c.Handle(context.Background(), &kmsg.BrokerHeartbeatRequest{Version: 1, BrokerID: 1, BrokerEpoch: epoch, CurrentMetadataOffset: e.c.Image().Offset})
+			if err != nil || resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode != 0 {
+				errs <- fmt.Errorf("heartbeat: %v %+v", err, resp)
+			}
+		}
+	}()
+	var wg = make(chan struct{}, 8)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			defer func() { wg <- struct{}{} }()
+			for i := 0; i < 10; i++ {
+				req := kmsg.NewPtrCreateTopicsRequest()
+				req.Version = 7
+				ct := kmsg.NewCreateTopicsRequestTopic()
+				ct.Topic, ct.NumPartitions, ct.ReplicationFactor = fmt.Sprintf("t-%d-%d", g, i), 2, 1
+				req.Topics = append(req.Topics, ct)
+				resp, err := e.c.Handle(context.Background(), req)
+				if err != nil || resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
+					errs <- fmt.Errorf("create: %v %+v", err, resp)
+				}
+				_ = e.c.Image().TopicNames()
+			}
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		<-wg
+	}
+	<-done
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := e.c.Image().NumTopics(); n != 80 {
+		t.Fatalf("topics %d", n)
+	}
+}
+
+func TestPlacementPrefersUnfencedAndNeverLeadsFenced(t *testing.T) {
+	e := newTestEnv(t, nil)
+	e.addBroker(1)
+	e.addBroker(2)
+	r := e.register(3, 1) // registered, still fenced
+	if r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	rt := e.createTopic("t", 6, 3)
+	if rt.ErrorCode != 0 {
+		t.Fatal(errOf(rt.ErrorCode, rt.ErrorMessage))
+	}
+	for _, p := range e.c.Image().TopicByName("t").SortedPartitions() {
+		if p.Leader == 3 || p.InIsr(3) || !p.HasReplica(3) || len(p.Isr) != 2 {
+			t.Fatalf("partition %+v", p)
+		}
+	}
+	// Broker 3 catches up: unfenced, joins no ISR by itself (that is the
+	// leader's job through AlterPartition) and leadership stays.
+	hb := e.heartbeat(3, r.BrokerEpoch, e.c.Image().Offset, false, false)
+	if hb.IsFenced {
+		t.Fatalf("%+v", hb)
+	}
+}
+
+func TestPlacerStripes(t *testing.T) {
+	brokers := []usableBroker{{id: 1}, {id: 2}, {id: 3}}
+	got, err := placeReplicas(rand.New(rand.NewPCG(7, 7)), brokers, 3, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[int32]bool{}
+	for _, reps := range got {
+		seen := map[int32]bool{}
+		for _, r := range reps {
+			if seen[r] {
+				t.Fatalf("duplicate replica in %v", reps)
+			}
+			seen[r] = true
+		}
+		leaders[reps[0]] = true
+	}
+	if len(leaders) != 3 {
+		t.Fatalf("leaders %v from %v", leaders, got)
+	}
+	rackA, rackB := "a", "b"
+	racked := []usableBroker{{id: 1, rack: &rackA}, {id: 2, rack: &rackA}, {id: 3, rack: &rackB}, {id: 4, rack: &rackB}}
+	got, err = placeReplicas(rand.New(rand.NewPCG(1, 1)), racked, 8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rackOf := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b"}
+	for _, reps := range got {
+		if rackOf[reps[0]] == rackOf[reps[1]] {
+			t.Fatalf("both replicas in one rack: %v", reps)
+		}
+	}
+	if _, err := placeReplicas(rand.New(rand.NewPCG(1, 1)), []usableBroker{{id: 1, fenced: true}}, 1, 1); err == nil || err.Error() != "All brokers are currently fenced." {
+		t.Fatalf("all fenced: %v", err)
 	}
 }
