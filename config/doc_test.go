@@ -87,7 +87,10 @@ func renderConfigDoc() string {
 	p("   controller-only), listeners are the advertised ones with host `0.0.0.0`.\n")
 	p("4. **`--override key=value`** flags.\n\n")
 	p("`CLUSTER_ID` (not a config key) gives the cluster id used when kgo-broker formats empty log\n")
-	p("directories on first start; without it a random id is generated.\n\n")
+	p("directories on first start. Without it a single-node cluster (one combined node that is the only\n")
+	p("voter) gets a random id, and any other node gets Apache Kafka's docker image default\n")
+	p("`5L6g3nShT-eMCtK--X86sw`, so the nodes of one cluster agree. A directory already formatted keeps\n")
+	p("its cluster id; all directories must agree on cluster.id and node.id.\n\n")
 	p("Only `PLAINTEXT` listeners are served for now: a listener mapped to SSL, SASL_PLAINTEXT or\n")
 	p("SASL_SSL is rejected at startup. Keys with the prefixes %s are accepted and not acted on.\n\n",
 		"`"+strings.Join(prefixedKeys, "`, `")+"`")

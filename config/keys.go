@@ -146,9 +146,7 @@ func parseType(name, value string, t Type) (any, error) {
 			return false, nil
 		}
 		return nil, invalid(name, value, "Expected value to be either true or false")
-	case TypePassword:
-		return value, nil
-	case TypeString, TypeClass:
+	case TypeString, TypeClass, TypePassword:
 		return trimmed, nil
 	case TypeInt:
 		n, err := strconv.ParseInt(trimmed, 10, 32)

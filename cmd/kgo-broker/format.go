@@ -172,17 +172,36 @@ func runFormat(w io.Writer, cfg *config.Config, o formatOptions) error {
 	return formatEmpty(w, cfg, states, o.ClusterID, mv, o.Standalone)
 }
 
+// dockerDefaultClusterID is the CLUSTER_ID Apache Kafka's docker image uses when
+// none is given (docker/resources/common-scripts/configureDefaults).
+const dockerDefaultClusterID = "5L6g3nShT-eMCtK--X86sw"
+
+// singleNode reports whether the node is the whole cluster: a combined
+// broker+controller that is the only voter.
+func singleNode(cfg *config.Config) bool {
+	return cfg.ProcessRoles.IsBroker() && cfg.ProcessRoles.IsController() &&
+		len(cfg.Voters) == 1 && cfg.Voters[0].ID == cfg.NodeID
+}
+
 // prepareStorage is the first-start auto-format: every empty directory is
 // formatted with the cluster id already on disk, else $CLUSTER_ID, else a random
-// one. It returns the cluster id, the directory ids and whether it formatted.
-func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (clusterID string, dirIDs map[string][16]byte, formatted []string, err error) {
+// one for a single-node cluster, else the docker image's default cluster id (so
+// the nodes of a multi-node cluster agree, as with apache/kafka's image). It
+// returns the cluster id, the directory ids, the directories it formatted and a
+// warning for the caller to log ("" if none).
+func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (clusterID string, dirIDs map[string][16]byte, formatted []string, warning string, err error) {
 	dirs := cfg.AllDirs()
 	states, err := readDirs(dirs)
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, "", err
+	}
+	for _, s := range states {
+		if s.Found && s.Meta.Version == 0 {
+			return "", nil, nil, "", fmt.Errorf("log directory %s has a version 0 (ZooKeeper-era) meta.properties; kgo-broker runs in KRaft mode only: use a new log directory", s.Dir)
+		}
 	}
 	if err := verifyDirs(states, cfg.NodeID, ""); err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, "", err
 	}
 	for _, s := range states {
 		if s.Found && s.Meta.ClusterID != "" {
@@ -193,34 +212,38 @@ func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (clust
 	if clusterID != "" && envClusterID != "" && envClusterID != clusterID {
 		for _, s := range states {
 			if s.Found {
-				return "", nil, nil, fmt.Errorf("CLUSTER_ID=%s does not match cluster.id %s in %s/%s: unset CLUSTER_ID or use an empty log directory", envClusterID, clusterID, s.Dir, config.MetaPropertiesFile)
+				return "", nil, nil, "", fmt.Errorf("CLUSTER_ID=%s does not match cluster.id %s in %s/%s: unset CLUSTER_ID or use an empty log directory", envClusterID, clusterID, s.Dir, config.MetaPropertiesFile)
 			}
 		}
-	}
-	if clusterID == "" {
-		clusterID = envClusterID
-	}
-	if clusterID == "" {
-		clusterID = config.RandomUUID().String()
 	}
 	for _, s := range states {
 		if !s.Found {
 			formatted = append(formatted, s.Dir)
 		}
 	}
+	switch {
+	case clusterID != "":
+	case envClusterID != "":
+		clusterID = envClusterID
+	case singleNode(cfg):
+		clusterID = config.RandomUUID().String()
+	default:
+		clusterID = dockerDefaultClusterID
+		warning = "CLUSTER_ID is not set: formatting with Apache Kafka's docker image default cluster id " + dockerDefaultClusterID +
+			" so that every node of this multi-node cluster agrees; set CLUSTER_ID (the same on every node) to choose one"
+	}
 	if len(formatted) > 0 {
 		if err := formatEmpty(w, cfg, states, clusterID, metadataVersion, false); err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, "", err
 		}
+	} else {
+		warning = ""
 	}
 	dirIDs = map[string][16]byte{}
 	for _, s := range states {
-		if s.Meta.Version == 0 {
-			return "", nil, nil, fmt.Errorf("log directory %s has a version 0 (ZooKeeper) meta.properties; kgo-broker runs KRaft only", s.Dir)
-		}
 		dirIDs[s.Dir] = s.Meta.DirectoryID
 	}
-	return clusterID, dirIDs, formatted, nil
+	return clusterID, dirIDs, formatted, warning, nil
 }
 
 // parseFormatArgs parses kafka-storage.sh format's arguments.

@@ -11,8 +11,9 @@
 //
 // With no server.properties and no KAFKA_* variable it runs a single combined
 // node on localhost:9092 (controller on 9093) with data under ./data. Empty log
-// directories are formatted on first start with $CLUSTER_ID or a random cluster
-// id, as the docker image formats them before starting Kafka.
+// directories are formatted on first start, as the docker image formats them
+// before starting Kafka, with $CLUSTER_ID, else a random cluster id on a
+// single-node cluster, else the docker image's default cluster id.
 //
 // Logging: --log-format console|json (KGO_LOG_FORMAT), --log-level
 // debug|info|warn|error (KGO_LOG_LEVEL); info on the console by default.
@@ -245,10 +246,13 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 		logger.Info("config keys accepted but not acted on by kgo-broker (see docs/CONFIG.md)", zap.Strings("keys", keys))
 	}
 
-	clusterID, dirIDs, formatted, err := prepareStorage(io.Discard, cfg, getenv(env, "CLUSTER_ID"))
+	clusterID, dirIDs, formatted, warning, err := prepareStorage(io.Discard, cfg, getenv(env, "CLUSTER_ID"))
 	if err != nil {
 		logger.Error("log directories", zap.Error(err))
 		return 1
+	}
+	if warning != "" {
+		logger.Warn(warning)
 	}
 	if len(formatted) > 0 {
 		logger.Info("formatted empty log directories", zap.String("cluster.id", clusterID),

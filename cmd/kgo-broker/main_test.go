@@ -296,3 +296,36 @@ func TestNewNodeNotConnected(t *testing.T) {
 		t.Skip("broker connected")
 	}
 }
+
+func TestServeMultiNodeDefaultClusterID(t *testing.T) {
+	dir := t.TempDir()
+	props := serverProps(t, dir, "process.roles=broker\nnode.id=4\nlisteners=PLAINTEXT://:9092\n")
+	fn := &fakeNode{}
+	got := withFakeNode(t, fn)
+	var out, errb bytes.Buffer
+	if code := run([]string{props}, nil, &out, &errb); code != 0 {
+		t.Fatalf("%d %s", code, errb.String())
+	}
+	if got.ClusterID != dockerDefaultClusterID || !strings.Contains(errb.String(), "CLUSTER_ID is not set") {
+		t.Fatalf("%q %s", got.ClusterID, errb.String())
+	}
+	m, err := config.ReadMetaProperties(filepath.Join(dir, "meta"))
+	if err != nil || m.NodeID != 4 || m.ClusterID != dockerDefaultClusterID {
+		t.Fatal(m, err)
+	}
+}
+
+func TestServeRefusesV0MetaProperties(t *testing.T) {
+	dir := t.TempDir()
+	props := serverProps(t, dir, "")
+	os.MkdirAll(filepath.Join(dir, "d1"), 0o755)
+	os.WriteFile(filepath.Join(dir, "d1", "meta.properties"), []byte("version=0\nbroker.id=1\ncluster.id=abc\n"), 0o644)
+	withFakeNode(t, &fakeNode{})
+	var out, errb bytes.Buffer
+	if code := run([]string{props}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "version 0 (ZooKeeper-era) meta.properties") {
+		t.Fatalf("%d %s", code, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d2", "meta.properties")); err == nil {
+		t.Fatal("formatted other dirs before failing")
+	}
+}
