@@ -12,36 +12,36 @@
 // log, the quorum-state file and a Transport, and speaks the KRaft RPCs as
 // kmsg requests on the CONTROLLER listener.
 //
-//	           Step(Message) / Tick(now) / Propose(records)
-//	                         │
-//	                    ┌────▼────┐   Ready{HardState, TruncateTo, Entries,
-//	                    │  Core   ├──────    Messages, HighWatermark, LeaderChange}
-//	                    └────▲────┘                │
-//	                         │ Advance(rd)         ▼
-//	          ┌──────────────┴─────────────────────────────────────┐
-//	          │ Node: 1. write quorum-state (.tmp, fsync, rename)  │
-//	          │       2. truncate, append, flush the log           │
-//	          │       3. send requests / answer HandleRequest      │
-//	          │       4. Advance; listeners read up to the HW      │
-//	          └────────────────────────────────────────────────────┘
+//	 Step(Message) / Tick(now) / Propose(records)
+//	               │
+//	          ┌────▼────┐   Ready{HardState, TruncateTo, Entries,
+//	          │  Core   ├──────    Messages, HighWatermark, LeaderChange}
+//	          └────▲────┘                │
+//	               │ Advance(rd)         ▼
+//	┌──────────────┴─────────────────────────────────────┐
+//	│ Node: 1. write quorum-state (.tmp, fsync, rename)  │
+//	│       2. truncate, append, flush the log           │
+//	│       3. send requests / answer HandleRequest      │
+//	│       4. Advance; listeners read up to the HW      │
+//	└────────────────────────────────────────────────────┘
 //
 // # States (QuorumState.java, EpochState implementations)
 //
-//	                 election timeout              majority of pre-votes
-//	 ┌────────────┐ ───────────────► ┌─────────────┐ ─────────────────► ┌───────────┐
-//	 │ Unattached │                  │ Prospective │                    │ Candidate │
-//	 └────────────┘ ◄─────────────── └─────────────┘ ◄───────────────── └───────────┘
-//	   ▲   │  higher epoch, no leader   ▲     ▲   │      election timeout    │
-//	   │   │                            │     │   │ leader found             │ majority of votes
-//	   │   │ BeginQuorumEpoch /         │     │   ▼                          ▼
-//	   │   │ leader in a response  ┌────┴─────┴─┐  fetch timeout     ┌──────────┐
-//	   │   └─────────────────────► │  Follower  │ ◄──────────────────│  Leader  │
-//	   │                           └────────────┘   higher epoch     └────┬─────┘
-//	   │                                  ▲                               │ Resign (shutdown,
-//	   │   higher epoch                   │ leader of a newer epoch       ▼ check-quorum)
-//	   └──────────────────────────── ┌──────────┐ ◄───────────────────────┘
-//	                                 │ Resigned │ ── election timeout ──► Prospective
-//	                                 └──────────┘
+//	                election timeout              majority of pre-votes
+//	┌────────────┐ ───────────────► ┌─────────────┐ ─────────────────► ┌───────────┐
+//	│ Unattached │                  │ Prospective │                    │ Candidate │
+//	└────────────┘ ◄─────────────── └─────────────┘ ◄───────────────── └───────────┘
+//	  ▲   │  higher epoch, no leader   ▲     ▲   │      election timeout    │
+//	  │   │                            │     │   │ leader found             │ majority of votes
+//	  │   │ BeginQuorumEpoch /         │     │   ▼                          ▼
+//	  │   │ leader in a response  ┌────┴─────┴─┐  fetch timeout     ┌──────────┐
+//	  │   └─────────────────────► │  Follower  │ ◄──────────────────│  Leader  │
+//	  │                           └────────────┘   higher epoch     └────┬─────┘
+//	  │                                  ▲                               │ Resign (shutdown,
+//	  │   higher epoch                   │ leader of a newer epoch       ▼ check-quorum)
+//	  └──────────────────────────── ┌──────────┐ ◄───────────────────────┘
+//	                                │ Resigned │ ── election timeout ──► Prospective
+//	                                └──────────┘
 //
 // Unattached may have voted in its epoch (Kafka's former Voted state). A
 // Prospective replica asks for pre-votes (Vote v2, PreVote=true, KIP-996) for

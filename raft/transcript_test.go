@@ -1,0 +1,238 @@
+package raft
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the actual output")
+
+// Transcript tests: testdata/*.txt hold scenarios in the style of etcd-io/raft's
+// datadriven files. Each command is followed by "----" and its expected output,
+// then a blank line. Commands:
+//
+//	add-nodes voters=1,2,3 [observers=4] [seed=N]
+//	campaign ID            fire ID's election (or fetch) timer
+//	expire ID              fire every timer of ID (fetch, election, check-quorum)
+//	deliver [from=ID] [to=ID] [type=Fetch]  deliver matching messages until none is left
+//	drop [from=ID] [to=ID]                  discard matching queued messages
+//	stabilize              deliver everything until the network is quiet
+//	propose ID rec...      append one batch on ID
+//	tick MS                advance the clock of every node by MS
+//	isolate ID / heal      cut ID from everyone / restore every link
+//	crash ID / restart ID  lose in-memory state / recover from quorum-state + log
+//	status                 one line per node
+//	log ID...              the log of each node
+func TestTranscripts(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no transcripts")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runTranscript(t, f) })
+	}
+}
+
+func runTranscript(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	var out strings.Builder
+	var h *harness
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			out.WriteString(line + "\n")
+			continue
+		}
+		cmd := line
+		i++
+		if i >= len(lines) || lines[i] != "----" {
+			t.Fatalf("%s:%d: command without ----", path, i)
+		}
+		i++
+		var want []string
+		for ; i < len(lines) && lines[i] != ""; i++ {
+			want = append(want, lines[i])
+		}
+		got := runCommand(t, &h, cmd)
+		out.WriteString(cmd + "\n----\n")
+		for _, g := range got {
+			out.WriteString(g + "\n")
+		}
+		if !*rewrite && strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: %s\nwant:\n%s\ngot:\n%s", path, cmd, strings.Join(want, "\n"), strings.Join(got, "\n"))
+		}
+		if i < len(lines) {
+			out.WriteString("\n")
+		}
+	}
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func parseIDs(s string) []int32 {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		if f == "" {
+			continue
+		}
+		n, _ := strconv.Atoi(f)
+		ids = append(ids, int32(n))
+	}
+	return ids
+}
+
+func runCommand(t *testing.T, hp **harness, line string) []string {
+	f := strings.Fields(line)
+	args := map[string]string{}
+	var pos []string
+	for _, a := range f[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			args[k] = v
+		} else {
+			pos = append(pos, a)
+		}
+	}
+	id := func(i int) int32 {
+		n, err := strconv.Atoi(pos[i])
+		if err != nil {
+			t.Fatalf("%s: bad id", line)
+		}
+		return int32(n)
+	}
+	var out []string
+	h := *hp
+	if h != nil {
+		h.trace = func(s string) { out = append(out, s) }
+	}
+	match := func(m Message) bool {
+		if v, ok := args["from"]; ok && fmt.Sprint(m.From) != v {
+			return false
+		}
+		if v, ok := args["to"]; ok && fmt.Sprint(m.To) != v {
+			return false
+		}
+		if v, ok := args["type"]; ok && m.Type.String() != v {
+			return false
+		}
+		return true
+	}
+	switch f[0] {
+	case "add-nodes":
+		seed, _ := strconv.Atoi(args["seed"])
+		h = newHarness(t, int64(seed), parseIDs(args["voters"]), parseIDs(args["observers"])...)
+		*hp = h
+		for _, id := range h.ids() {
+			out = append(out, h.statusLine(id))
+		}
+	case "campaign", "expire":
+		n := h.nodes[id(0)]
+		c := n.core
+		c.electionDeadline = h.now
+		if f[0] == "expire" || c.role == RoleFollower {
+			c.fetchDeadline = h.now
+			c.checkQuorum = h.now
+		}
+		h.trace = func(s string) { out = append(out, s) }
+		h.tick(n.id)
+		out = append(out, h.statusLine(n.id))
+	case "deliver":
+		for {
+			k := -1
+			for i, hm := range h.queue {
+				if match(hm.m) {
+					k = i
+					break
+				}
+			}
+			if k < 0 {
+				break
+			}
+			hm := h.queue[k]
+			h.queue = append(h.queue[:k], h.queue[k+1:]...)
+			if !h.deliver(hm) {
+				out = append(out, fmt.Sprintf("dropped %v", hm.m))
+			}
+		}
+	case "drop":
+		kept := h.queue[:0]
+		for _, hm := range h.queue {
+			if match(hm.m) {
+				out = append(out, fmt.Sprintf("dropped %v", hm.m))
+			} else {
+				kept = append(kept, hm)
+			}
+		}
+		h.queue = kept
+	case "stabilize":
+		for len(h.queue) > 0 {
+			hm := h.queue[0]
+			h.queue = h.queue[1:]
+			if !h.deliver(hm) {
+				out = append(out, fmt.Sprintf("dropped %v", hm.m))
+			}
+		}
+		for _, id := range h.ids() {
+			out = append(out, h.statusLine(id))
+		}
+	case "propose":
+		n := h.nodes[id(0)]
+		var recs [][]byte
+		for _, r := range pos[1:] {
+			recs = append(recs, []byte(r))
+		}
+		base, last, err := n.core.Propose(recs)
+		if err != nil {
+			out = append(out, "error: "+err.Error())
+			break
+		}
+		h.process(n)
+		out = append(out, fmt.Sprintf("appended [%d,%d]", base, last))
+	case "tick":
+		ms, _ := strconv.Atoi(pos[0])
+		h.now += int64(ms)
+		for _, id := range h.ids() {
+			h.tick(id)
+		}
+	case "isolate":
+		h.isolate(id(0))
+	case "heal":
+		h.heal()
+	case "crash":
+		h.crash(id(0))
+		out = append(out, h.statusLine(id(0)))
+	case "restart":
+		h.restart(id(0))
+		out = append(out, h.statusLine(id(0)))
+	case "status":
+		for _, id := range h.ids() {
+			out = append(out, h.statusLine(id))
+		}
+	case "log":
+		for i := range pos {
+			n := h.nodes[id(i)]
+			var es []string
+			for _, e := range n.log {
+				es = append(es, entryString(e))
+			}
+			out = append(out, fmt.Sprintf("%d: %s", n.id, strings.Join(es, " | ")))
+		}
+	default:
+		t.Fatalf("unknown command %q", line)
+	}
+	if len(out) == 0 {
+		out = append(out, "ok")
+	}
+	return out
+}
