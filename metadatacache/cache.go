@@ -214,7 +214,8 @@ func (c *Cache) Apply(b Batch) error {
 // in the snapshot is gone). b.LastOffset is the last offset the snapshot
 // contains (its end offset minus one) and b.Epoch its epoch; b.BaseOffset
 // is ignored. An open transaction is dropped. Records that cannot be
-// replayed are skipped and reported as with Apply.
+// replayed are skipped and reported as with Apply, with ReplayError.Offset
+// set to the record's index in b.Records.
 func (c *Cache) LoadSnapshot(b Batch) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

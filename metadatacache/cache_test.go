@@ -522,3 +522,27 @@ func TestConcurrentReaders(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// Image.Records picks record versions from the image's metadata.version.
+func TestRecordsVersionsFollowMetadataVersion(t *testing.T) {
+	for _, c := range []struct{ mv, broker, part int16 }{{7, 1, 0}, {8, 2, 0}, {17, 3, 1}, {23, 3, 2}, {33, 3, 2}} {
+		cache := NewCache(Config{})
+		apply(t, cache, &FeatureLevelRecord{Name: MetadataVersionFeature, FeatureLevel: c.mv}, register(1, 1),
+			&TopicRecord{Name: "t", TopicID: fooID}, partition(fooID, 0, 1))
+		for _, r := range cache.Image().Records() {
+			var want int16 = -1
+			switch r.(type) {
+			case *RegisterBrokerRecord:
+				want = c.broker
+			case *PartitionRecord:
+				want = c.part
+			}
+			if want >= 0 && r.Version() != want {
+				t.Errorf("mv %d: %T v%d, want v%d", c.mv, r, r.Version(), want)
+			}
+			if _, err := DecodeRecord(EncodeRecord(r)); err != nil {
+				t.Errorf("mv %d: %T: %v", c.mv, r, err)
+			}
+		}
+	}
+}
