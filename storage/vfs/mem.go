@@ -23,7 +23,7 @@ type MemFS struct {
 type memNode struct {
 	dir    bool
 	mu     sync.Mutex // guards data, synced, mod
-	data   []byte // bytes [len(data), size) are zeros (sparse preallocation)
+	data   []byte     // bytes [len(data), size) are zeros (sparse preallocation)
 	size   int64
 	synced []byte
 	ssize  int64

@@ -1,0 +1,263 @@
+package storage
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+func TestFetchOffsetByTimestamp(t *testing.T) {
+	clk := newClock()
+	l := openTest(t, vfs.NewMem(), clk, smallCfg())
+	defer l.Close()
+	base := clk.Ms() - 100000
+	// batch i holds timestamps base+10i, base+10i+1, base+10i+2 at offsets 3i..3i+2
+	for i := 0; i < 60; i++ {
+		mustAppend(t, l.Log, batch(base+int64(10*i), 3), int32(i/30))
+	}
+	if l.NumSegments() < 3 {
+		t.Fatalf("segments %d", l.NumSegments())
+	}
+	for _, tc := range []struct {
+		ts, off int64
+	}{
+		{0, 0}, {base, 0}, {base + 1, 1}, {base + 3, 3}, {base + 10, 3}, {base + 11, 4},
+		{base + 305, 93}, {base + 592, 179},
+	} {
+		off, ts, _, ok := l.FetchOffsetByTimestamp(tc.ts)
+		if !ok || off != tc.off || ts < tc.ts {
+			t.Errorf("ts %d: offset %d ts %d ok %v, want %d", tc.ts-base, off, ts-base, ok, tc.off)
+		}
+	}
+	if _, _, _, ok := l.FetchOffsetByTimestamp(base + 593); ok {
+		t.Error("no record after the last timestamp")
+	}
+	_, _, ep, _ := l.FetchOffsetByTimestamp(base + 305)
+	if ep != 1 {
+		t.Errorf("epoch %d", ep)
+	}
+	if off, _, ep, _ := l.FetchOffsetByTimestamp(LatestTimestamp); off != 180 || ep != 1 {
+		t.Errorf("latest %d %d", off, ep)
+	}
+	if off, _, ep, _ := l.FetchOffsetByTimestamp(EarliestTimestamp); off != 0 || ep != 0 {
+		t.Errorf("earliest %d %d", off, ep)
+	}
+	if ts, off := l.LatestTimestamp(); ts != base+592 || off != 179 {
+		t.Errorf("max timestamp %d at %d", ts-base, off)
+	}
+	// a batch whose max timestamp is in its first record
+	b := BuildBatch(BatchOptions{}, Record{Value: []byte("a"), Timestamp: base + 1000}, Record{Value: []byte("b"), Timestamp: base + 999})
+	mustAppend(t, l.Log, b, 1)
+	if ts, off := l.LatestTimestamp(); ts != base+1000 || off != 180 {
+		t.Errorf("max timestamp %d at %d", ts-base, off)
+	}
+}
+
+func TestTimeIndexMaxSoFar(t *testing.T) {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.IndexIntervalBytes = 1 // an entry for every batch after the first
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	now := clk.Ms()
+	for _, ts := range []int64{100, 300, 200, 400, 400, 350} {
+		mustAppend(t, l.Log, batch(now-100000+ts, 1), 0)
+	}
+	s := l.mu.segments[0]
+	// offset index: every batch but the first; time index: only increasing maxima
+	if len(s.idx.entries) != 5 {
+		t.Fatalf("offset index %v", s.idx.entries)
+	}
+	var got [][2]int64
+	for _, e := range s.tidx.entries {
+		got = append(got, [2]int64{e.ts - now + 100000, int64(e.rel)})
+	}
+	want := [][2]int64{{300, 1}, {400, 3}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("time index %v want %v", got, want)
+	}
+}
+
+func TestSegmentRollByTime(t *testing.T) {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.SegmentMs = 1000
+	cfg.SegmentJitterMs = 500
+	l := openTest(t, vfs.NewMem(), clk, cfg, func(o *LogOptions) { o.Rand = func(n int64) int64 { return 200 } })
+	defer l.Close()
+	mustAppend(t, l.Log, batch(clk.Ms(), 1), 0)
+	clk.Advance(700 * time.Millisecond)
+	mustAppend(t, l.Log, batch(clk.Ms(), 1), 0)
+	if l.NumSegments() != 1 {
+		t.Fatal("rolled too early")
+	}
+	clk.Advance(200 * time.Millisecond) // 900 > 1000-200
+	mustAppend(t, l.Log, batch(clk.Ms(), 1), 0)
+	if l.NumSegments() != 2 {
+		t.Fatalf("segments %d, want a roll by segment.ms minus jitter", l.NumSegments())
+	}
+}
+
+func TestSegmentRollByIndexFull(t *testing.T) {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.IndexIntervalBytes = 1
+	cfg.SegmentIndexBytes = 3 * 12 // 4 offset entries, 3 time entries
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	for i := 0; i < 10; i++ {
+		mustAppend(t, l.Log, batch(clk.Ms()+int64(i), 1), 0)
+	}
+	if l.NumSegments() < 2 {
+		t.Fatalf("segments %d", l.NumSegments())
+	}
+	readAll(t, l.Log, 0)
+}
+
+func TestLogAppendTimeAndTimestampValidation(t *testing.T) {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.MessageTimestampType = TimestampLogAppendTime
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	b := batch(5, 3)
+	info := mustAppend(t, l.Log, b, 0)
+	if info.LogAppendTime != clk.Ms() {
+		t.Fatalf("log append time %d", info.LogAppendTime)
+	}
+	rs, err := DecodeRecords(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Timestamp != clk.Ms() {
+			t.Fatalf("record timestamp %d", r.Timestamp)
+		}
+	}
+	cfg = DefaultConfig()
+	l.SetConfig(cfg)
+	if _, err := l.AppendAsLeader(batch(clk.Ms()+2*3600*1000, 1), 0); !errors.Is(err, kerr.InvalidTimestamp) {
+		t.Fatalf("future timestamp: %v", err)
+	}
+	cfg.CleanupPolicy = "compact"
+	l.SetConfig(cfg)
+	if _, err := l.AppendAsLeader(BuildBatch(BatchOptions{}, Record{Value: []byte("x"), Timestamp: clk.Ms()}), 0); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("null key on compacted topic: %v", err)
+	}
+	cfg = DefaultConfig()
+	cfg.MaxMessageBytes = 50
+	l.SetConfig(cfg)
+	if _, err := l.AppendAsLeader(batch(clk.Ms(), 3), 0); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("too large: %v", err)
+	}
+	l.SetConfig(DefaultConfig())
+	ctl := BuildBatch(BatchOptions{Control: true}, Record{Key: ControlRecordKey(2), Value: []byte{0, 0}, Timestamp: clk.Ms()})
+	if _, err := l.AppendAsLeaderOrigin(ctl, 0, OriginClient); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("control from client: %v", err)
+	}
+	mustAppend(t, l.Log, ctl, 0)
+}
+
+func TestFlushMessagesGroupCommit(t *testing.T) {
+	clk := newClock()
+	var syncs atomic.Int64
+	fs := vfs.NewInjecting(vfs.NewMem(), func(op vfs.Op) vfs.Fault {
+		if op.Kind == vfs.OpSync {
+			syncs.Add(1)
+		}
+		return vfs.Fault{}
+	})
+	cfg := DefaultConfig()
+	cfg.FlushMessages = 1
+	l := openTest(t, fs, clk, cfg)
+	defer l.Close()
+	var wg sync.WaitGroup
+	const n = 64
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			info, err := l.AppendAsLeader(batch(clk.Ms(), 1), 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// the append is durable when it returns
+			if rp := l.RecoveryPoint(); rp <= info.LastOffset {
+				t.Errorf("returned before fsync: rp %d last %d", rp, info.LastOffset)
+			}
+		}()
+	}
+	wg.Wait()
+	if l.RecoveryPoint() != n {
+		t.Fatalf("recovery point %d", l.RecoveryPoint())
+	}
+	// 3 files per segment fsync; group commit serves several appenders per round
+	t.Logf("%d appends, %d fsync calls", n, syncs.Load())
+	if syncs.Load() > 3*n {
+		t.Fatalf("%d fsyncs for %d appends", syncs.Load(), n)
+	}
+}
+
+func TestFlushMs(t *testing.T) {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.FlushMs = 1000
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	l.FlushIfDue()
+	if l.RecoveryPoint() != 0 {
+		t.Fatal("flushed too early")
+	}
+	clk.Advance(time.Second)
+	l.FlushIfDue()
+	if l.RecoveryPoint() != 2 {
+		t.Fatalf("recovery point %d", l.RecoveryPoint())
+	}
+}
+
+func TestRetention(t *testing.T) {
+	clk := newClock()
+	cfg := smallCfg()
+	cfg.RetentionMs = 60000
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	for i := 0; i < 60; i++ {
+		mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	}
+	segs := l.NumSegments()
+	clk.Advance(2 * time.Minute)
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	n, err := l.DeleteOldSegments()
+	if err != nil || n != segs-1 {
+		t.Fatalf("deleted %d of %d: %v", n, segs, err)
+	}
+	if l.LogStartOffset() != l.mu.segments[0].base {
+		t.Fatalf("log start %d", l.LogStartOffset())
+	}
+	if _, err := l.Read(0, 100, math.MaxInt64, true); !errors.Is(err, kerr.OffsetOutOfRange) {
+		t.Fatalf("%v", err)
+	}
+	cfg.RetentionMs = -1
+	cfg.RetentionBytes = 0
+	l.SetConfig(cfg)
+	for i := 0; i < 30; i++ {
+		mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	}
+	l.DeleteOldSegments()
+	if l.NumSegments() != 1 {
+		t.Fatalf("retention.bytes=0 leaves %d segments", l.NumSegments())
+	}
+	if err := l.IncrementLogStartOffset(l.LogEndOffset() - 1); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, l.Log, l.LogStartOffset())
+}
