@@ -69,8 +69,7 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 			res.Resp.Brokers = append(res.Resp.Brokers, nb)
 		}
 	}
-	if err := res.Materialize(); err != nil {
-		return protocol.Response{}, err
-	}
-	return protocol.Response{Msg: res.Resp}, nil
+	// The body is encoded by hand around the segment file regions, which
+	// are streamed with sendfile (replication/fetchbody.go).
+	return protocol.Response{Body: res.Body()}, nil
 }
