@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Short fuzz runs of every Fuzz target in the repository (found with grep, so new
+# targets join automatically). Each target runs as
+#   go test -run '^$' -fuzz '^FuzzX$' -fuzztime <T> ./pkg
+# with T = KGO_FUZZTIME if set, else the budget KGO_FUZZ_BUDGET (default 150s of
+# fuzzing in total) split evenly, between 3s and 10s per target. Compile time is extra.
+# A failing input is written by Go under <pkg>/testdata/fuzz/<FuzzX>/ ; commit it as a
+# regression case once the bug is fixed.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+GO=${GO:-go}
+budget=${KGO_FUZZ_BUDGET:-150}
+
+# "dir<TAB>FuzzName" for each fuzz target outside integration/ and testdata/.
+mapfile -t targets < <(
+	grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(\s*[A-Za-z_][A-Za-z0-9_]*\s+\*testing\.F\s*\)' . |
+		grep -vE '^\./(integration|bin)/|/testdata/|/vendor/' |
+		sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*#\1\t\2#' |
+		sort -u
+)
+
+if [ ${#targets[@]} -eq 0 ]; then
+	echo "fuzz: no Fuzz targets found"
+	exit 0
+fi
+
+if [ -n "${KGO_FUZZTIME:-}" ]; then
+	per=$KGO_FUZZTIME
+else
+	secs=$((budget / ${#targets[@]}))
+	[ "$secs" -lt 3 ] && secs=3
+	[ "$secs" -gt 10 ] && secs=10
+	per=${secs}s
+fi
+
+echo "fuzz: ${#targets[@]} targets, -fuzztime $per each"
+fail=0
+for tgt in "${targets[@]}"; do
+	dir=${tgt%%$'\t'*}
+	name=${tgt##*$'\t'}
+	echo "--- fuzz $name ($dir)"
+	if ! "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$per" "$dir"; then
+		echo "FAIL: fuzz $name in $dir (see $dir/testdata/fuzz/$name/ for the failing input)"
+		fail=1
+		break
+	fi
+done
+exit $fail

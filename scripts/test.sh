@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Everything `make test` (and CI) runs, in order, stopping at the first failing stage:
+#   1. go vet (also with -tags integration)
+#   2. unit tests with the race detector (need no external tools)
+#   3. short fuzz runs of every Fuzz target (scripts/fuzz.sh)
+#   4. make build
+#   5. scripts/install-tools.sh (Kafka's tool jars from Maven Central, kcat; cached)
+#   6. the integration suite against bin/kgo-broker, with KGO_REQUIRE_TOOLS=1 so that a
+#      missing tool fails instead of skipping.
+# Environment: GO (default go), KGO_CACHE, KGO_FUZZ_BUDGET / KGO_FUZZTIME (scripts/fuzz.sh),
+# KGO_SKIP_FUZZ=1 and KGO_SKIP_INTEGRATION=1 for quicker local runs (CI sets neither),
+# KGO_INTEGRATION_RUN (a -run pattern for the integration suite).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+GO=${GO:-go}
+export KGO_REQUIRE_TOOLS=1
+START=$(date +%s)
+
+section() {
+	printf '\n==================== %s  (t+%ds) ====================\n' "$*" $(($(date +%s) - START))
+}
+
+section "go vet"
+"$GO" vet ./...
+"$GO" vet -tags integration ./integration/...
+
+section "unit tests (go test -race)"
+"$GO" test -race -count=1 ./...
+
+if [ -n "${KGO_SKIP_FUZZ:-}" ]; then
+	section "fuzz: skipped (KGO_SKIP_FUZZ)"
+else
+	section "fuzz (scripts/fuzz.sh)"
+	./scripts/fuzz.sh
+fi
+
+section "build (make build)"
+make --no-print-directory build GO="$GO"
+
+if [ -n "${KGO_SKIP_INTEGRATION:-}" ]; then
+	section "integration: skipped (KGO_SKIP_INTEGRATION)"
+	exit 0
+fi
+
+section "install tools (scripts/install-tools.sh)"
+./scripts/install-tools.sh
+
+section "integration tests (go test -tags integration)"
+run=()
+[ -n "${KGO_INTEGRATION_RUN:-}" ] && run=(-run "$KGO_INTEGRATION_RUN")
+KGO_BROKER_BIN="$ROOT/bin/kgo-broker" \
+	"$GO" test -tags integration -count=1 -timeout 25m -v "${run[@]}" ./integration/...
