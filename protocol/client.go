@@ -314,24 +314,33 @@ func (c *Client) write(ctx context.Context, frame []byte, noResponse bool) (*cal
 
 	// A deadline or cancellation in the middle of a frame fails the
 	// connection: the rest of the frame can never be sent.
+	_, hasDeadline := ctx.Deadline()
 	if d, ok := ctx.Deadline(); ok {
 		c.nc.SetWriteDeadline(d)
 	}
-	stop := context.AfterFunc(ctx, func() { c.nc.SetWriteDeadline(time.Unix(1, 0)) })
+	var stop func() bool
+	var fired chan struct{}
+	if ctx.Done() != nil {
+		fired = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			c.nc.SetWriteDeadline(time.Unix(1, 0))
+			close(fired)
+		})
+	}
 	_, err := c.nc.Write(frame)
-	if !stop() || err != nil {
-		if err == nil {
-			// The frame went out but the deadline is now in the past.
-			c.nc.SetWriteDeadline(time.Time{})
-		} else {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("%w (writing a request: %v)", ctx.Err(), err)
-			}
-			c.fail(err)
-			return nil, err
-		}
-	} else {
+	if stop != nil && !stop() {
+		<-fired // it ran (or is running): let it finish before resetting
+		hasDeadline = true
+	}
+	if hasDeadline {
 		c.nc.SetWriteDeadline(time.Time{})
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (writing a request: %v)", ctx.Err(), err)
+		}
+		c.fail(err)
+		return nil, err
 	}
 	return cl, nil
 }

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -426,9 +427,35 @@ func AppendResponse(dst []byte, key int16, correlationID int32, msg kmsg.Respons
 
 var bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 
-// writeBody writes a streamed response: header through a pooled bufio.Writer,
-// then the body into the same writer, so small pieces share syscalls and
-// io.ReaderFrom data reaches the TCP connection's ReadFrom.
+// bodyConn is the io.Writer a BodyWriter writes to: Writes are buffered (with
+// the response header) so that small pieces share syscalls; ReadFrom goes to
+// the connection's ReadFrom once the buffer is flushed; SyscallConn flushes
+// and hands out the socket, so that sendfile(2) on it (storage.FileRegion)
+// lands after everything written before.
+type bodyConn struct {
+	bw *bufio.Writer
+	nc net.Conn
+}
+
+func (w *bodyConn) Write(p []byte) (int, error)         { return w.bw.Write(p) }
+func (w *bodyConn) ReadFrom(r io.Reader) (int64, error) { return w.bw.ReadFrom(r) }
+
+var errNoSyscallConn = errors.New("protocol: connection has no file descriptor")
+
+// SyscallConn implements syscall.Conn.
+func (w *bodyConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := w.nc.(syscall.Conn)
+	if !ok {
+		return nil, errNoSyscallConn
+	}
+	if err := w.bw.Flush(); err != nil {
+		return nil, err
+	}
+	return sc.SyscallConn()
+}
+
+// writeBody writes a streamed response: the header, then the body, through a
+// bodyConn.
 func (c *conn) writeBody(req *Request, body BodyWriter) error {
 	size := body.Size()
 	flexible := req.Msg != nil && req.Msg.IsFlexible()
@@ -450,7 +477,7 @@ func (c *conn) writeBody(req *Request, body BodyWriter) error {
 		bufioPool.Put(bw)
 	}()
 	bw.Write(head[:4+hdr])
-	n, err := body.WriteTo(bw)
+	n, err := body.WriteTo(&bodyConn{bw: bw, nc: c.nc})
 	if err != nil {
 		return err
 	}

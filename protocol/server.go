@@ -57,10 +57,11 @@ type Response struct {
 
 // BodyWriter streams a response body: everything after the response header.
 // The server writes the frame size (4 + header + Size()) and the header, then
-// calls WriteTo exactly once. w implements io.ReaderFrom: data from a
-// ReadFrom call goes to the TCP connection's ReadFrom (sendfile/splice) once
-// the small pieces buffered before it are flushed. WriteTo must write exactly
-// Size() bytes; anything else closes the connection.
+// calls WriteTo exactly once. w buffers small Writes; it also implements
+// io.ReaderFrom and syscall.Conn, and both flush what was written before
+// them, so a storage.FileRegion can sendfile(2) straight to the socket.
+// WriteTo must write exactly Size() bytes; anything else closes the
+// connection.
 type BodyWriter interface {
 	Size() int64
 	WriteTo(w io.Writer) (int64, error)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,18 +257,18 @@ func TestNoResponse(t *testing.T) {
 	}
 }
 
-// bodyWriter streams a pre-encoded body in small pieces and one ReadFrom.
+// bodyWriter streams a pre-encoded body in three ways: small Writes, a
+// ReadFrom, and a raw write on the socket (like sendfile).
 type bodyWriter struct {
-	body     []byte
-	lie      int64
-	readFrom bool
+	body []byte
+	lie  int64
 }
 
 func (b *bodyWriter) Size() int64 { return int64(len(b.body)) + b.lie }
 func (b *bodyWriter) WriteTo(w io.Writer) (int64, error) {
-	half := len(b.body) / 2
+	third := len(b.body) / 3
 	var n int64
-	for i := 0; i < half; i++ {
+	for i := 0; i < third; i++ {
 		m, err := w.Write(b.body[i : i+1])
 		n += int64(m)
 		if err != nil {
@@ -278,9 +279,40 @@ func (b *bodyWriter) WriteTo(w io.Writer) (int64, error) {
 	if !ok {
 		return n, errors.New("writer is not an io.ReaderFrom")
 	}
-	b.readFrom = true
-	m, err := rf.ReadFrom(bytes.NewReader(b.body[half:]))
-	return n + m, err
+	m, err := rf.ReadFrom(bytes.NewReader(b.body[third : 2*third]))
+	n += m
+	if err != nil {
+		return n, err
+	}
+	sc, ok := w.(syscall.Conn)
+	if !ok {
+		return n, errors.New("writer is not a syscall.Conn")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return n, err
+	}
+	rest := b.body[2*third:]
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		for len(rest) > 0 {
+			k, e := syscall.Write(int(fd), rest)
+			if e == syscall.EAGAIN {
+				return false
+			}
+			if e != nil {
+				werr = e
+				return true
+			}
+			n += int64(k)
+			rest = rest[k:]
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return n, err
 }
 
 // A streamed Body gets the right size and header (tags byte when flexible).
