@@ -81,6 +81,19 @@ func AppendRecord(dst []byte, r Record) []byte {
 	return r.AppendTo(dst)
 }
 
+// ValidateRecord reports whether r, once encoded, decodes again: Kafka's
+// writers refuse what its readers would refuse (a string longer than 32767
+// bytes, an unknown version), and AppendTo cannot return an error, so a
+// controller should check a record it builds from request data before
+// appending it to the metadata log.
+func ValidateRecord(r Record) error {
+	if err := checkVersion(r, r.Version()); err != nil {
+		return err
+	}
+	_, err := DecodeRecord(EncodeRecord(r))
+	return err
+}
+
 // DecodeRecord decodes one framed record (see EncodeRecord). It rejects frame
 // versions other than 1, unknown apiKeys and versions, truncated input and
 // trailing bytes.

@@ -388,3 +388,19 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateRecord(t *testing.T) {
+	long := strings.Repeat("x", maxStringLen+1)
+	if err := ValidateRecord(&ConfigRecord{ResourceType: 2, ResourceName: "t", Name: "k", Value: &long}); !errors.Is(err, ErrInvalidField) {
+		t.Fatalf("long value: %v", err)
+	}
+	ok := strings.Repeat("x", maxStringLen)
+	if err := ValidateRecord(&ConfigRecord{ResourceType: 2, ResourceName: "t", Name: "k", Value: &ok}); err != nil {
+		t.Fatal(err)
+	}
+	r := NewTopicRecord()
+	r.SetVersion(1)
+	if err := ValidateRecord(r); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Fatalf("bad version: %v", err)
+	}
+}
