@@ -41,19 +41,30 @@ func ParseProperties(data []byte) ([]Property, error) {
 		if l == "" || l[0] == '#' || l[0] == '!' {
 			continue
 		}
-		logical := ""
+		logical, atEOF := "", false
 		for {
 			if odd := trailingBackslashes(l)%2 == 1; odd {
 				logical += l[:len(l)-1]
 				i++
 				if i >= len(lines) {
+					atEOF = true
 					break
 				}
 				l = strings.TrimLeft(lines[i], " \t\f")
+				if logical == "" && l != "" && (l[0] == '#' || l[0] == '!') {
+					l = "" // still at the start of a logical line: a comment (Java 9+)
+					break
+				}
 				continue
 			}
 			logical += l
 			break
+		}
+		// Java quirk: a lone continuation followed by an empty line is nothing, but
+		// a lone continuation on the last line is the empty key (unless that line
+		// ends in CRLF, where Java reads ahead past the CR and finds nothing).
+		if logical == "" && (!atEOF || strings.HasSuffix(text, "\r\n")) {
+			continue
 		}
 		k, v := splitKeyValue(logical)
 		key, err := unescape(k)
