@@ -254,3 +254,10 @@ func offsets(t *testing.T, b []byte) []int64 {
 	}
 	return out
 }
+
+func newConfigRecord(topic, key, value string) *metadatacache.ConfigRecord {
+	c := metadatacache.NewConfigRecord()
+	c.ResourceType, c.ResourceName, c.Name = metadatacache.ConfigResourceTopic, topic, key
+	c.Value = &value
+	return c
+}
