@@ -246,6 +246,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.allocateProducerIDs(ctx, r), nil
 	case *kmsg.ListPartitionReassignmentsRequest:
 		return c.listPartitionReassignments(r), nil
+	case *kmsg.AlterPartitionRequest:
+		return c.alterPartition(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -565,6 +567,10 @@ func notController(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AlterPartitionRequest:
+		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 		resp.ErrorCode = code
 		return resp
 	}

@@ -39,7 +39,15 @@ func partitionChange(s *state, mv int16, topicID [16]byte, pid int32, p *partiti
 	acceptable := func(r int32) bool {
 		return r != brokerToRemove && (r == brokerToAdd || s.active(r))
 	}
-	targetIsr := without(p.isr, brokerToRemove)
+	return buildPartitionChange(mv, topicID, pid, p, without(p.isr, brokerToRemove), acceptable, p.leaderRecoveryState)
+}
+
+// buildPartitionChange is PartitionChangeBuilder.build with a clean
+// (ONLINE) election, no ELR and no reassignment: keep the leader if it is in
+// the target ISR and acceptable, else the first such replica, else none.
+// The ISR is changed only to a non-empty target (without ELR the last
+// member stays). Since 3.6-IV0 an ISR shrink does not bump the leader epoch.
+func buildPartitionChange(mv int16, topicID [16]byte, pid int32, p *partitionState, targetIsr []int32, acceptable func(int32) bool, targetLRS int8) *metadatacache.PartitionChangeRecord {
 	valid := func(r int32) bool { return contains(targetIsr, r) && acceptable(r) }
 	leader := int32(-1)
 	if valid(p.leader) {
@@ -60,9 +68,12 @@ func partitionChange(s *state, mv int16, topicID [16]byte, pid int32, p *partiti
 		rec.Leader = leader
 		changed = true
 	}
-	// An ISR never shrinks to empty without ELR: the last member stays.
 	if len(targetIsr) > 0 && !equalInt32s(targetIsr, p.isr) {
-		rec.Isr = targetIsr
+		rec.Isr = append([]int32(nil), targetIsr...)
+		changed = true
+	}
+	if targetLRS != p.leaderRecoveryState {
+		rec.LeaderRecoveryState = targetLRS
 		changed = true
 	}
 	if !changed {
