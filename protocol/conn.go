@@ -100,6 +100,16 @@ func (c *conn) setIdleDeadline() {
 	c.nc.SetReadDeadline(d)
 }
 
+// setWriteDeadline bounds a response write by the idle timeout: a client
+// that stops reading is as good as idle.
+func (c *conn) setWriteDeadline() {
+	var d time.Time
+	if t := c.srv.idleTimeout(); t > 0 {
+		d = time.Now().Add(t)
+	}
+	c.nc.SetWriteDeadline(d)
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -224,11 +234,22 @@ func (c *conn) readLoop() {
 			switch {
 			case isTimeout(err) && c.shutdown.Load():
 				continue
+			case isTimeout(err) && c.queued.Load() > 0:
+				// Not idle: a request is still being handled.
+				if h := c.srv.testHookBusyNotIdle; h != nil {
+					h()
+				}
+				continue
 			case isTimeout(err):
 				c.log.Debug("closing idle connection", zap.Duration("connections.max.idle.ms", c.srv.idleTimeout()))
-			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			case errors.Is(err, net.ErrClosed):
 			default:
-				c.log.Debug("read failed", zap.Error(err))
+				// The client went away: handlers need not finish
+				// work nobody will read.
+				if !errors.Is(err, io.EOF) {
+					c.log.Debug("read failed", zap.Error(err))
+				}
+				c.cancel()
 			}
 			return
 		}
@@ -401,6 +422,7 @@ func (c *conn) writeMsg(req *Request, version int16, msg kmsg.Response) error {
 	if len(buf)-4 > math.MaxInt32 {
 		err = fmt.Errorf("response of %d bytes is too large", len(buf))
 	} else {
+		c.setWriteDeadline()
 		_, err = c.nc.Write(buf)
 	}
 	if cap(buf) <= maxPooledBuf {
@@ -471,6 +493,7 @@ func (c *conn) writeBody(req *Request, body BodyWriter) error {
 	binary.BigEndian.PutUint32(head[4:], uint32(req.CorrelationID))
 
 	bw := bufioPool.Get().(*bufio.Writer)
+	c.setWriteDeadline()
 	bw.Reset(c.nc)
 	defer func() {
 		bw.Reset(nil)

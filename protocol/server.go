@@ -34,7 +34,9 @@ type Request struct {
 	Key           int16
 	Version       int16
 	CorrelationID int32
-	ClientID      string
+	// ClientID is "" when the client sent null (or, for ControlledShutdown
+	// v0, nothing).
+	ClientID string
 	// Msg is the decoded body, at Version. Its strings and byte slices
 	// alias the request frame, which is never reused, so a handler may
 	// keep them.
@@ -70,7 +72,8 @@ type BodyWriter interface {
 // Handler serves requests. Requests of one connection are handled one at a
 // time, in the order they arrived. A returned error closes the connection
 // (after the responses to earlier requests were written). The context is
-// cancelled when the connection closes.
+// cancelled when the connection closes or the client goes away (EOF), and
+// when Shutdown gives up or Close is called.
 type Handler interface {
 	Handle(ctx context.Context, req *Request) (Response, error)
 }
@@ -130,8 +133,9 @@ type Server struct {
 	// 0 means DefaultMaxQueuedBytes.
 	MaxQueuedBytes int64
 	// IdleTimeout closes a connection that sends nothing for this long
-	// (connections.max.idle.ms); 0 means DefaultIdleTimeout, negative
-	// means never.
+	// while none of its requests is pending (connections.max.idle.ms),
+	// and bounds each response write; 0 means DefaultIdleTimeout,
+	// negative means never.
 	IdleTimeout time.Duration
 	// ConnState, if set, is called when a connection is accepted and
 	// when it is closed (a hook for connection metrics).
@@ -144,6 +148,8 @@ type Server struct {
 	cancel   context.CancelFunc
 
 	loggedKinds [numErrKinds]atomic.Bool
+
+	testHookBusyNotIdle func() // tests: the idle deadline fired while busy
 
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}

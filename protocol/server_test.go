@@ -559,3 +559,53 @@ func TestFlexibleHeaderTags(t *testing.T) {
 	}
 	_ = kerr.UnsupportedVersion
 }
+
+// A client that disconnects cancels the context of its pending request.
+func TestClientGoneCancelsHandler(t *testing.T) {
+	g := newGate()
+	cancelled := make(chan error, 1)
+	hook := func(ctx context.Context, req *Request) (Response, error, bool) {
+		err := g.wait(ctx)
+		cancelled <- err
+		return Response{}, err, true
+	}
+	addr, _ := startServer(t, nil, hook)
+	c := dialRaw(t, addr)
+	c.write(reqFrame(kmsg.NewPtrMetadataRequest(), 1, 1))
+	<-g.entered
+	c.nc.Close()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler returned %v", err)
+	}
+}
+
+// A handler slower than the idle timeout does not make its connection idle.
+func TestIdleTimeoutNotWhileBusy(t *testing.T) {
+	g := newGate()
+	hook := func(ctx context.Context, req *Request) (Response, error, bool) {
+		if req.CorrelationID == 1 {
+			if err := g.wait(ctx); err != nil {
+				return Response{}, err, true
+			}
+		}
+		return Response{}, nil, false
+	}
+	busy := make(chan struct{}, 1)
+	s := &Server{IdleTimeout: 5 * time.Millisecond, testHookBusyNotIdle: func() {
+		select {
+		case busy <- struct{}{}:
+		default:
+		}
+	}}
+	addr, s := startServer(t, s, hook)
+	c := dialRaw(t, addr)
+	c.write(reqFrame(kmsg.NewPtrMetadataRequest(), 1, 1))
+	<-g.entered
+	<-busy // the idle deadline fired while the request was pending
+	g.open()
+	if corr := c.readResp(3, metaResp(1)); corr != 1 {
+		t.Fatal(corr)
+	}
+	c.expectClosed() // and now it is idle
+	_ = s
+}
