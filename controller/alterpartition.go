@@ -75,7 +75,7 @@ func (c *Controller) alterPartition(ctx context.Context, req *kmsg.AlterPartitio
 					continue
 				}
 				acceptable := func(r int32) bool { return s.active(r) }
-				rec := buildPartitionChange(mv, id, pd.Partition, p, newIsr, acceptable, pd.LeaderRecoveryState)
+				rec := buildPartitionChange(mv, id, pd.Partition, p, newIsr, acceptable, pd.LeaderRecoveryState, false)
 				after := *p
 				if rec != nil {
 					recs = append(recs, rec)

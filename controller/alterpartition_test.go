@@ -77,3 +77,38 @@ func TestAlterPartition(t *testing.T) {
 		t.Fatalf("stale broker epoch: %d", code)
 	}
 }
+
+func TestUncleanLeaderElectionOnFence(t *testing.T) {
+	for _, unclean := range []bool{false, true} {
+		e := newTestEnv(t, nil)
+		epochs := map[int32]int64{1: e.addBroker(1), 2: e.addBroker(2)}
+		var configs []string
+		if unclean {
+			configs = []string{"unclean.leader.election.enable", "true"}
+		}
+		rt := e.createTopic("t", 1, 2, configs...)
+		p := e.c.Image().TopicByName("t").Partition(0)
+		leader, follower := p.Leader, p.Replicas[1]
+		req := kmsg.NewPtrAlterPartitionRequest()
+		req.Version, req.BrokerID, req.BrokerEpoch = 3, leader, epochs[leader]
+		req.Topics = []kmsg.AlterPartitionRequestTopic{{TopicID: rt.TopicID, Partitions: []kmsg.AlterPartitionRequestTopicPartition{{
+			Partition: 0, NewEpochISR: []kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{{BrokerID: leader, BrokerEpoch: -1}},
+		}}}}
+		if resp := e.do(req).(*kmsg.AlterPartitionResponse); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("shrink %+v", resp)
+		}
+		// The leader asks to be fenced.
+		if hb := e.heartbeat(leader, epochs[leader], e.c.Image().Offset, true, false); !hb.IsFenced {
+			t.Fatalf("%+v", hb)
+		}
+		p = e.c.Image().TopicByName("t").Partition(0)
+		if unclean {
+			if p.Leader != follower || len(p.Isr) != 1 || p.Isr[0] != follower || p.LeaderRecoveryState != 1 {
+				t.Fatalf("unclean: %+v", p)
+			}
+		} else if p.Leader != -1 || len(p.Isr) != 1 || p.Isr[0] != leader {
+			t.Fatalf("clean: %+v", p)
+		}
+		e.stop()
+	}
+}

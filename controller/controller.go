@@ -60,6 +60,8 @@ type Config struct {
 	MaxIdleInterval time.Duration
 	// DeleteTopicDisable is delete.topic.enable=false.
 	DeleteTopicDisable bool
+	// UncleanLeaderElectionEnable is the static unclean.leader.election.enable.
+	UncleanLeaderElectionEnable bool
 
 	// ValidateTopicConfig checks one topic config (name, value); its error
 	// text becomes the INVALID_CONFIG message. Nil accepts everything.
@@ -162,6 +164,7 @@ func New(cfg Config) (*Controller, error) {
 		leaderCh:  make(chan struct{}, 1),
 		closeCh:   make(chan struct{}),
 	}
+	c.st.nodeID, c.st.staticUnclean = cfg.NodeID, cfg.UncleanLeaderElectionEnable
 	c.mu.rnd = cfg.Rand
 	if c.mu.rnd == nil {
 		c.mu.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))

@@ -3,6 +3,19 @@
 // broker fencing, and turns every decision into metadata records appended
 // through raft.
 //
+// Served (Handle): CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions
+// v0-3, IncrementalAlterConfigs v0-1, AlterConfigs v0-2 (TOPIC and BROKER
+// resources), BrokerRegistration v0-4, BrokerHeartbeat v0-1,
+// UnregisterBroker v0, AllocateProducerIds v0, AlterPartition v2-3,
+// ListPartitionReassignments v0 (always empty) and DescribeQuorum (handed to
+// raft). Each file names the Kafka class whose decisions it follows.
+//
+// Placement is Kafka's striped placer (placer.go); a new partition's leader
+// is its first active replica and its ISR its active replicas. Elections
+// (partitions.go) keep a valid leader, else take the first replica in the
+// ISR that is active; with unclean.leader.election.enable any active
+// replica. ELR (KIP-966) is not enabled, so an ISR never shrinks to empty.
+//
 // # Decision -> records -> raft -> commit -> replay
 //
 //	Handle(req)                     background loop (run)

@@ -17,15 +17,16 @@ func FromBrokerConfig(bc *config.Config) Config {
 		idle = -1
 	}
 	return Config{
-		NodeID:                   bc.NodeID,
-		NumPartitions:            bc.Int("num.partitions"),
-		DefaultReplicationFactor: int16(bc.Int("default.replication.factor")),
-		SessionTimeout:           time.Duration(bc.Int("broker.session.timeout.ms")) * time.Millisecond,
-		MaxIdleInterval:          idle,
-		DeleteTopicDisable:       !bc.Bool("delete.topic.enable"),
-		ValidateTopicConfig:      config.ValidateTopicConfig,
-		TopicConfigs:             topicConfigsFrom(bc),
-		ListConfig:               listConfig,
+		NodeID:                      bc.NodeID,
+		NumPartitions:               bc.Int("num.partitions"),
+		DefaultReplicationFactor:    int16(bc.Int("default.replication.factor")),
+		SessionTimeout:              time.Duration(bc.Int("broker.session.timeout.ms")) * time.Millisecond,
+		MaxIdleInterval:             idle,
+		DeleteTopicDisable:          !bc.Bool("delete.topic.enable"),
+		UncleanLeaderElectionEnable: bc.Bool("unclean.leader.election.enable"),
+		ValidateTopicConfig:         config.ValidateTopicConfig,
+		TopicConfigs:                topicConfigsFrom(bc),
+		ListConfig:                  listConfig,
 	}
 }
 

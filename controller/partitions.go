@@ -25,7 +25,7 @@ func leaderAndIsrUpdates(s *state, mv int16, brokerToRemove, brokerToAdd int32, 
 			if !match(p) {
 				continue
 			}
-			if r := partitionChange(s, mv, id, int32(pid), p, brokerToRemove, brokerToAdd); r != nil {
+			if r := partitionChange(s, mv, t, int32(pid), p, brokerToRemove, brokerToAdd); r != nil {
 				recs = append(recs, r)
 			}
 		}
@@ -34,12 +34,13 @@ func leaderAndIsrUpdates(s *state, mv int16, brokerToRemove, brokerToAdd int32, 
 }
 
 // partitionChange is PartitionChangeBuilder.build for an ISR shrink and/or
-// a leader election; nil when nothing changes.
-func partitionChange(s *state, mv int16, topicID [16]byte, pid int32, p *partitionState, brokerToRemove, brokerToAdd int32) *metadatacache.PartitionChangeRecord {
+// a leader election; nil when nothing changes. The election is unclean when
+// the topic's unclean.leader.election.enable is true.
+func partitionChange(s *state, mv int16, t *topicState, pid int32, p *partitionState, brokerToRemove, brokerToAdd int32) *metadatacache.PartitionChangeRecord {
 	acceptable := func(r int32) bool {
 		return r != brokerToRemove && (r == brokerToAdd || s.active(r))
 	}
-	return buildPartitionChange(mv, topicID, pid, p, without(p.isr, brokerToRemove), acceptable, p.leaderRecoveryState)
+	return buildPartitionChange(mv, t.id, pid, p, without(p.isr, brokerToRemove), acceptable, p.leaderRecoveryState, s.uncleanElection(t.name))
 }
 
 // buildPartitionChange is PartitionChangeBuilder.build with a clean
@@ -47,7 +48,11 @@ func partitionChange(s *state, mv int16, topicID [16]byte, pid int32, p *partiti
 // the target ISR and acceptable, else the first such replica, else none.
 // The ISR is changed only to a non-empty target (without ELR the last
 // member stays). Since 3.6-IV0 an ISR shrink does not bump the leader epoch.
-func buildPartitionChange(mv int16, topicID [16]byte, pid int32, p *partitionState, targetIsr []int32, acceptable func(int32) bool, targetLRS int8) *metadatacache.PartitionChangeRecord {
+//
+// An unclean election, when no ISR member can lead, takes the first
+// acceptable replica: the ISR becomes that replica alone and the leader
+// recovery state RECOVERING.
+func buildPartitionChange(mv int16, topicID [16]byte, pid int32, p *partitionState, targetIsr []int32, acceptable func(int32) bool, targetLRS int8, unclean bool) *metadatacache.PartitionChangeRecord {
 	valid := func(r int32) bool { return contains(targetIsr, r) && acceptable(r) }
 	leader := int32(-1)
 	if valid(p.leader) {
@@ -56,6 +61,18 @@ func buildPartitionChange(mv int16, topicID [16]byte, pid int32, p *partitionSta
 		for _, r := range p.replicas {
 			if valid(r) {
 				leader = r
+				break
+			}
+		}
+	}
+	if leader == -1 && unclean {
+		for _, r := range p.replicas {
+			if acceptable(r) {
+				leader = r
+				targetIsr = []int32{r}
+				if p.leaderRecoveryState != leaderRecovering {
+					targetLRS = leaderRecovering
+				}
 				break
 			}
 		}
@@ -81,6 +98,8 @@ func buildPartitionChange(mv int16, topicID [16]byte, pid int32, p *partitionSta
 	}
 	return rec
 }
+
+const leaderRecovering int8 = 1
 
 func contains(xs []int32, x int32) bool {
 	for _, y := range xs {

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
@@ -33,6 +34,11 @@ type state struct {
 
 	// inTransaction is the offset of an open BeginTransactionRecord (-1: none).
 	inTransaction int64
+
+	// nodeID and staticUnclean resolve unclean.leader.election.enable below
+	// the dynamic configs (set once in New).
+	nodeID        int32
+	staticUnclean bool
 }
 
 type topicState struct {
@@ -92,6 +98,23 @@ func newState() *state {
 
 // metadataVersion is the finalized metadata.version level (0 if none).
 func (s *state) metadataVersion() int16 { return s.features[featureMetadataVersion] }
+
+// uncleanElection resolves unclean.leader.election.enable for a topic as
+// ConfigurationControlManager.getTopicConfig does: the topic's config, this
+// node's dynamic config, the cluster-wide dynamic default, the static config.
+func (s *state) uncleanElection(topic string) bool {
+	const key = "unclean.leader.election.enable"
+	for _, res := range []configResource{
+		{resourceTopic, topic},
+		{resourceBroker, fmt.Sprint(s.nodeID)},
+		{resourceBroker, ""},
+	} {
+		if v, ok := s.configs[res][key]; ok {
+			return strings.EqualFold(strings.TrimSpace(v), "true")
+		}
+	}
+	return s.staticUnclean
+}
 
 // active reports whether broker id is unfenced and not in controlled
 // shutdown (ClusterControlManager.isActive).
