@@ -19,7 +19,10 @@ func TestEnvKey(t *testing.T) {
 		"KAFKA_CONTROLLER_QUORUM_VOTERS":          "controller.quorum.voters",
 		"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR":  "offsets.topic.replication.factor",
 		"KAFKA_LISTENER_NAME_INTERNAL_SSL_KEY":    "listener.name.internal.ssl.key",
-		"KAFKA_X_KAFKA_Y":                         "x.y", // every KAFKA_ is removed, as Kafka's replace does
+		"KAFKA_X_KAFKA_Y":                         "x.kafka.y", // only the prefix is removed (Kafka 4.4.0)
+		"KAFKA_A____B":                            "a-.b",
+		"KAFKA_A_____B":                           "a-_b",
+		"KAFKA_____X":                             "-.x",
 		"KAFKA_LISTENER_NAME_A__B___C_SASL_X_Y_Z": "listener.name.a_b-c.sasl.x.y.z",
 	}
 	for env, want := range cases {

@@ -19,15 +19,19 @@ var envExcluded = map[string]bool{
 }
 
 // EnvKey maps an environment variable name to the config key Apache Kafka's docker
-// image derives from it: every "KAFKA_" is removed (not only the prefix), the rest
-// is lower-cased, then "_" -> ".", "..." -> "-", ".." -> "_"; so "_" becomes ".",
-// "__" becomes "_" and "___" becomes "-". ok is false for variables that do not
-// start with KAFKA_ and for the excluded JVM/log4j variables.
+// image derives from it: the "KAFKA_" prefix is removed, the rest is lower-cased,
+// then "_" -> ".", "..." -> "-", ".." -> "_"; so "_" becomes ".", "__" becomes "_"
+// and "___" becomes "-". ok is false for variables that do not start with KAFKA_
+// and for the excluded JVM/log4j variables.
+//
+// Kafka 4.4.0's KafkaDockerWrapper removes only the prefix (KAFKA_X_KAFKA_Y ->
+// x.kafka.y); older sources used replace("KAFKA_", ""), which removed every
+// occurrence. kgo-broker follows 4.4.0, checked against its jar.
 func EnvKey(name string) (key string, ok bool) {
 	if !strings.HasPrefix(name, "KAFKA_") || envExcluded[name] {
 		return "", false
 	}
-	key = strings.ToLower(strings.ReplaceAll(name, "KAFKA_", ""))
+	key = strings.ToLower(strings.TrimPrefix(name, "KAFKA_"))
 	key = strings.ReplaceAll(key, "_", ".")
 	key = strings.ReplaceAll(key, "...", "-")
 	key = strings.ReplaceAll(key, "..", "_")
