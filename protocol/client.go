@@ -378,8 +378,8 @@ func (c *Client) readLoop() {
 			c.fail(fmt.Errorf("protocol: invalid response size %d (max %d)", size, c.opts.MaxResponseBytes))
 			return
 		}
-		frame := make([]byte, size)
-		if _, err := io.ReadFull(br, frame); err != nil {
+		frame, err := readSized(func(p []byte) error { _, err := io.ReadFull(br, p); return err }, int(size))
+		if err != nil {
 			c.fail(connErr(err))
 			return
 		}

@@ -158,15 +158,21 @@ func (c *conn) readFrame() ([]byte, error) {
 	if !c.reserve(int64(size)) {
 		return nil, net.ErrClosed
 	}
-	buf := make([]byte, 0, min(int(size), firstFrameChunk))
-	for len(buf) < int(size) {
+	return readSized(c.readFull, int(size))
+}
+
+// readSized reads size bytes with readFull into a buffer that starts at
+// firstFrameChunk and doubles as the bytes arrive, so a peer that claims a
+// big frame and sends little costs little.
+func readSized(readFull func([]byte) error, size int) ([]byte, error) {
+	buf := make([]byte, 0, min(size, firstFrameChunk))
+	for len(buf) < size {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), int(size)))
+			grown := make([]byte, len(buf), min(2*cap(buf), size))
 			copy(grown, buf)
 			buf = grown
 		}
-		next := buf[len(buf):cap(buf)]
-		if err := c.readFull(next); err != nil {
+		if err := readFull(buf[len(buf):cap(buf)]); err != nil {
 			return nil, err
 		}
 		buf = buf[:cap(buf)]

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -274,4 +275,32 @@ func FuzzRequestHeader(f *testing.F) {
 			t.Fatalf("decoded %+v", req)
 		}
 	})
+}
+
+// A frame that claims to be big but ends early costs about firstFrameChunk,
+// not its claimed size; a size beyond the limit costs nothing.
+func TestFrameSizeClaimAllocation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		size    int32
+		wantErr error
+	}{
+		{"claims 100 MiB, sends 10 bytes", 100 << 20, nil},
+		{"claims 1 GiB", 1 << 30, ErrInvalidFrameSize},
+		{"negative", -5, ErrInvalidFrameSize},
+	} {
+		in := binary.BigEndian.AppendUint32(nil, uint32(tc.size))
+		in = append(in, make([]byte, 10)...)
+		c := &conn{srv: &Server{}, br: bufio.NewReader(bytes.NewReader(in)), freed: make(chan struct{}, 1), stop: make(chan struct{})}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := c.readFrame()
+		runtime.ReadMemStats(&after)
+		if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
+			t.Errorf("%s: err %v", tc.name, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > firstFrameChunk+64<<10 {
+			t.Errorf("%s: allocated %d bytes", tc.name, n)
+		}
+	}
 }

@@ -71,6 +71,21 @@ func (h *testHandler) Handle(ctx context.Context, req *Request) (Response, error
 	return Response{}, errors.New("test handler: unexpected request " + kmsg.NameForKey(req.Key))
 }
 
+// startServerB is startServer for benchmarks.
+func startServerB(b *testing.B, s *Server) (string, *Server) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, portStr, _ := net.SplitHostPort(l.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	s.Handler = &testHandler{host: host, port: int32(port)}
+	s.Versions = testVersions
+	go s.Serve(l)
+	b.Cleanup(func() { s.Close(); s.waitConns() })
+	return l.Addr().String(), s
+}
+
 // startServer serves s (Handler defaults to a testHandler) on 127.0.0.1:0
 // and returns the address. The server is closed at cleanup.
 func startServer(t *testing.T, s *Server, hook func(context.Context, *Request) (Response, error, bool)) (string, *Server) {
