@@ -224,6 +224,7 @@ func (c *conn) push(it *item) bool {
 func (c *conn) readLoop() {
 	defer close(c.readerDone)
 	defer close(c.queue)
+	drained := 0 // frames read after Shutdown began
 	for {
 		// Set the deadline before looking at the shutdown flag:
 		// beginShutdown sets the flag before its past deadline, so one
@@ -232,10 +233,13 @@ func (c *conn) readLoop() {
 		c.shutdownSeen = false
 		if c.shutdown.Load() {
 			// Shutting down: serve what the client already sent
-			// (buffered here or in the kernel), read nothing new.
-			if !c.moreBuffered() {
+			// (buffered here or in the kernel), read nothing new;
+			// at most a queue's worth, so a client that keeps
+			// pipelining does not hold the shutdown up.
+			if drained >= cap(c.queue) || !c.moreBuffered() {
 				return
 			}
+			drained++
 		} else if _, err := c.br.Peek(1); err != nil {
 			switch {
 			case isTimeout(err) && c.shutdown.Load():
@@ -265,6 +269,7 @@ func (c *conn) readLoop() {
 				c.push(&item{err: err})
 			} else if !errors.Is(err, net.ErrClosed) {
 				c.log.Debug("read failed in the middle of a request", zap.Error(err))
+				c.cancel()
 			}
 			return
 		}

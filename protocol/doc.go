@@ -79,9 +79,11 @@
 // # Shutdown
 //
 // Server.Shutdown works like net/http's: it closes the listeners, stops
-// reading new requests, lets the queued and in-flight ones finish and their
-// responses be written, closes each connection once it is idle, and waits
-// for all of them (or for its context, after which it closes what is left).
+// reading new requests (it still reads those already in the socket buffer,
+// with non-blocking reads), lets the queued and in-flight ones finish and
+// their responses be written, closes each connection once it is idle, and
+// waits for all of them (or for its context, after which it closes what is
+// left and cancels the handlers' contexts).
 //
 // # Client
 //

@@ -330,7 +330,10 @@ func (s *Server) stopAccepting() []*conn {
 // Shutdown stops the server gracefully, like net/http's: it closes the
 // listeners, stops reading new requests, lets every request already read
 // finish and its response be written, and closes each connection as soon as
-// it is idle. Requests a client sends after Shutdown began may not be read.
+// it is idle. Requests that had reached the server's socket buffer when
+// Shutdown began are still read and served (up to MaxQueuedRequests per
+// connection); anything sent later is not read, and the client sees the
+// connection close.
 // If ctx ends first, the remaining connections are closed, handler contexts
 // are cancelled and ctx.Err() is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
