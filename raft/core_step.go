@@ -54,7 +54,10 @@ func (c *Core) handleCommonResponse(m Message) bool {
 	case m.Epoch < c.epoch:
 		return false
 	}
-	if m.LeaderID >= 0 && m.LeaderID != c.id && (c.leader != m.LeaderID || c.role != RoleFollower) {
+	// A granted vote names the responder's old leader, which it has given
+	// up on: that is no reason to stop campaigning.
+	if m.LeaderID >= 0 && m.LeaderID != c.id && (c.leader != m.LeaderID || c.role != RoleFollower) &&
+		!(m.Type == MsgVoteResp && m.Granted) {
 		switch c.role {
 		case RoleUnattached, RoleProspective, RoleCandidate:
 			c.becomeFollower(m.Epoch, m.LeaderID)
@@ -346,6 +349,9 @@ func (c *Core) handleFetchResp(m Message) {
 		c.lastContact = c.now
 		c.fetchDeadline = c.now + c.cfg.FetchTimeoutMs
 	}
+	// The high watermark applies only to a log the leader validated: never
+	// after a DivergingEpoch (the local log may still differ below it).
+	validated := m.Diverging == nil
 	switch {
 	case m.Diverging != nil:
 		if c.hw >= 0 && m.Diverging.Offset < c.hw {
@@ -363,6 +369,7 @@ func (c *Core) handleFetchResp(m Message) {
 		c.truncate(to)
 	case len(m.Entries) > 0:
 		if m.Entries[0].Offset != c.leo {
+			validated = false
 			break // stale
 		}
 		for _, e := range m.Entries {
@@ -375,8 +382,19 @@ func (c *Core) handleFetchResp(m Message) {
 			c.entries = append(c.entries, e)
 		}
 	}
-	if m.HighWatermark >= 0 {
+	if validated && m.HighWatermark >= 0 {
 		c.setHW(min(m.HighWatermark, c.leo))
 	}
 	c.sendFetch()
+}
+
+// RequestFailed tells the core that request m got no response (connection
+// refused or lost, timeout): a fetch is retried after a backoff instead of
+// waiting for the request timeout.
+func (c *Core) RequestFailed(m Message) error {
+	if m.Type == MsgFetch && m.ID != 0 && m.ID == c.fetchInflight {
+		c.fetchInflight = 0
+		c.fetchRetryAt = c.now + 5*c.cfg.RetryBackoffMs
+	}
+	return c.takeErr()
 }

@@ -95,6 +95,9 @@ type Node struct {
 	appends  []appendWaiter
 	lsn      []*listenerState
 	inflight sync.WaitGroup
+	ownedTr  *ClientTransport // the default transport, closed by Close
+	ctx      context.Context  // cancelled by Close: in-flight requests
+	cancel   context.CancelFunc
 
 	stop chan struct{}
 	done chan struct{}
@@ -148,9 +151,11 @@ func NewNode(cfg Config) (*Node, error) {
 		n.voters = append(n.voters, id)
 	}
 	slices.Sort(n.voters)
-	if len(n.voters) > 1 && cfg.Transport == nil {
-		return nil, errors.New("raft: a Transport is needed with more than one voter")
+	if cfg.Transport == nil {
+		n.ownedTr = NewClientTransport(cfg.Voters, fmt.Sprintf("raft-client-%d", cfg.NodeID), cfg.Logger)
+		n.cfg.Transport = n.ownedTr
 	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.qs = quorumStateStore{fs: cfg.FS, path: partitionDir(cfg.MetadataLogDir) + "/" + QuorumStateFile, voters: n.voters}
 	n.cond = sync.NewCond(&n.mu)
 	return n, nil
@@ -330,18 +335,21 @@ func (n *Node) dispatchLocked(m Message) error {
 		}
 		return nil
 	}
-	if n.cfg.Transport == nil {
-		return nil
-	}
 	req := n.toKmsgRequest(m)
 	n.inflight.Add(1)
 	go func() {
 		defer n.inflight.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout+n.cfg.FetchMaxWait)
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.RequestTimeout+n.cfg.FetchMaxWait)
 		defer cancel()
 		resp, err := n.cfg.Transport.Send(ctx, m.To, req)
 		if err != nil {
 			n.log.Debug("raft request failed", zap.Stringer("type", m.Type), zap.Int32("to", m.To), zap.Error(err))
+			n.mu.Lock()
+			if !n.closed && n.failed == nil {
+				n.fail(n.core.RequestFailed(m))
+				n.fail(n.processReadyLocked())
+			}
+			n.mu.Unlock()
 			return
 		}
 		in, err := n.fromKmsgResponse(m, resp)
@@ -470,11 +478,26 @@ func (n *Node) Close() error {
 	}
 	close(n.stop)
 	<-n.done
+	// let the EndQuorumEpoch requests go out before cutting connections
+	waitTimeout(&n.inflight, 100*time.Millisecond)
+	n.cancel()
 	n.inflight.Wait()
+	if n.ownedTr != nil {
+		n.ownedTr.Close()
+	}
 	for _, l := range n.listeners() {
 		<-l.done
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.store.Close()
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(d):
+	}
 }

@@ -62,6 +62,12 @@ func simulateTrace(t *testing.T, seed int64, voters []int32, observers []int32, 
 			h.cut[[2]int32{a, b}], h.cut[[2]int32{b, a}] = true, true
 		case r < 0.36:
 			h.heal()
+		case r < 0.365:
+			// graceful leader shutdown: EndQuorumEpoch
+			if l := h.leader(); l != nil {
+				h.check(l.core.Resign(), l)
+				h.process(l)
+			}
 		}
 	}
 	// Heal and settle: a leader must emerge and commit a fresh record everywhere.
@@ -123,7 +129,9 @@ func TestSimulation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := int64(1); seed <= int64(*simSeeds); seed++ {
-				simulate(t, seed, tc.voters, tc.observers, tc.faults, 20000)
+				t.Run(fmt.Sprint(seed), func(t *testing.T) {
+					simulate(t, seed, tc.voters, tc.observers, tc.faults, 20000)
+				})
 			}
 		})
 	}

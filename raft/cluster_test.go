@@ -1,0 +1,280 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+var raceEnabled bool
+
+var debugNet = os.Getenv("RAFTDEBUG") != ""
+
+// memNet connects in-process Nodes: a request goes through the kmsg wire
+// encoding to the target's HandleRequest. A cut node neither sends nor receives.
+type memNet struct {
+	mu    sync.Mutex
+	nodes map[int32]*Node
+	cut   map[int32]bool
+}
+
+type memTransport struct {
+	net  *memNet
+	from int32
+}
+
+func (t *memTransport) Send(ctx context.Context, to int32, req kmsg.Request) (kmsg.Response, error) {
+	t.net.mu.Lock()
+	n := t.net.nodes[to]
+	cut := t.net.cut[to] || t.net.cut[t.from]
+	t.net.mu.Unlock()
+	if debugNet {
+		fmt.Printf("%v %d->%d %T cut=%v\n", time.Now().UnixMilli()%100000, t.from, to, req, cut)
+	}
+	if n == nil || cut {
+		return nil, errors.New("unreachable")
+	}
+	dec := kmsg.RequestForKey(req.Key())
+	dec.SetVersion(req.GetVersion())
+	if err := dec.ReadFrom(req.AppendTo(nil)); err != nil {
+		return nil, err
+	}
+	resp, err := n.HandleRequest(ctx, dec)
+	if err != nil {
+		return nil, err
+	}
+	out := dec.ResponseKind()
+	out.SetVersion(req.GetVersion())
+	if err := out.ReadFrom(resp.AppendTo(nil)); err != nil {
+		return nil, err
+	}
+	t.net.mu.Lock()
+	cut = t.net.cut[to] || t.net.cut[t.from]
+	t.net.mu.Unlock()
+	if cut {
+		return nil, errors.New("unreachable")
+	}
+	return out, nil
+}
+
+type testCluster struct {
+	t      *testing.T
+	net    *memNet
+	voters map[int32]VoterEndpoint
+	fs     map[int32]vfs.FS
+	nodes  map[int32]*Node
+	lst    map[int32]*recListener
+}
+
+func newTestCluster(t *testing.T, ids ...int32) *testCluster {
+	c := &testCluster{t: t, net: &memNet{nodes: map[int32]*Node{}, cut: map[int32]bool{}},
+		voters: map[int32]VoterEndpoint{}, fs: map[int32]vfs.FS{}, nodes: map[int32]*Node{}, lst: map[int32]*recListener{}}
+	for _, id := range ids {
+		c.voters[id] = VoterEndpoint{Host: "localhost", Port: 9000 + int(id)}
+		c.fs[id] = vfs.NewMem()
+	}
+	return c
+}
+
+func (c *testCluster) start(id int32) {
+	n, err := NewNode(Config{NodeID: id, Voters: c.voters, ClusterID: "cid", MetadataLogDir: "/meta", FS: c.fs[id],
+		Rand:            rand.New(rand.NewSource(int64(id))),
+		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond,
+		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, TickInterval: 5 * time.Millisecond,
+		Transport: &memTransport{net: c.net, from: id}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	l := newRecListener()
+	n.Register(l)
+	c.net.mu.Lock()
+	c.net.nodes[id] = n
+	c.net.mu.Unlock()
+	if err := n.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.nodes[id], c.lst[id] = n, l
+}
+
+func (c *testCluster) stop(id int32) {
+	c.net.mu.Lock()
+	delete(c.net.nodes, id)
+	c.net.mu.Unlock()
+	if err := c.nodes[id].Close(); err != nil {
+		c.t.Fatal(err)
+	}
+	delete(c.nodes, id)
+}
+
+func (c *testCluster) closeAll() {
+	for id := range c.nodes {
+		c.stop(id)
+	}
+}
+
+// leader waits (in fake time) until exactly one running node leads and all
+// running nodes agree on it.
+func (c *testCluster) leader() *Node {
+	c.t.Helper()
+	for i := 0; i < 1000; i++ {
+		var leaders []int32
+		agree := true
+		var le LeaderAndEpoch
+		first := true
+		for id, n := range c.nodes {
+			if c.net.cut[id] {
+				continue
+			}
+			st := n.Status()
+			if st.Role == RoleLeader {
+				leaders = append(leaders, id)
+			}
+			cur := n.LeaderAndEpoch()
+			if first {
+				le, first = cur, false
+			} else if cur != le {
+				agree = false
+			}
+		}
+		if len(leaders) == 1 && agree && le.LeaderID == leaders[0] {
+			return c.nodes[leaders[0]]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for id, n := range c.nodes {
+		c.t.Logf("%d: %+v cut=%v", id, n.Status(), c.net.cut[id])
+	}
+	c.t.Fatal("no leader")
+	return nil
+}
+
+func records(ss ...string) [][]byte {
+	var out [][]byte
+	for _, s := range ss {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+func (l *recListener) values() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, b := range l.batches {
+		for _, r := range b.Records {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+func waitValues(t *testing.T, l *recListener, want []string) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		if slices.Equal(l.values(), want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("listener has %v, want %v", l.values(), want)
+}
+
+func TestNodeThreeVoters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := newTestCluster(t, 1, 2, 3)
+		defer c.closeAll()
+		for id := int32(1); id <= 3; id++ {
+			c.start(id)
+		}
+		l := c.leader()
+		lid := l.cfg.NodeID
+		if _, err := l.Append(ctx, records("a", "b")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(ctx, records("c")); err != nil {
+			t.Fatal(err)
+		}
+		for id := range c.nodes {
+			waitValues(t, c.lst[id], []string{"a", "b", "c"})
+		}
+		// a follower refuses with a hint
+		for id, n := range c.nodes {
+			if id == lid {
+				continue
+			}
+			_, err := n.Append(ctx, records("x"))
+			var nle *NotLeaderError
+			if !errors.As(err, &nle) || nle.Leader.LeaderID != lid || !errors.Is(err, ErrNotLeader) {
+				t.Fatalf("follower append: %v", err)
+			}
+			break
+		}
+		// DescribeQuorum on the leader
+		resp, err := l.HandleRequest(ctx, &kmsg.DescribeQuorumRequest{Version: 2, Topics: []kmsg.DescribeQuorumRequestTopic{{
+			Topic: MetadataTopic, Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.(*kmsg.DescribeQuorumResponse).Topics[0].Partitions[0]
+		if p.LeaderID != lid || len(p.CurrentVoters) != 3 || p.HighWatermark < 4 {
+			t.Fatalf("describe quorum %+v", p)
+		}
+		for _, v := range p.CurrentVoters {
+			if v.LogEndOffset < 4 || v.LastFetchTimestamp <= 0 || v.LastCaughtUpTimestamp <= 0 {
+				t.Fatalf("voter state %+v", v)
+			}
+		}
+
+		// Graceful leader shutdown: EndQuorumEpoch, a new leader takes over.
+		c.stop(lid)
+		l2 := c.leader()
+		if l2.cfg.NodeID == lid || l2.LeaderAndEpoch().Epoch <= 1 {
+			t.Fatalf("new leader %+v", l2.LeaderAndEpoch())
+		}
+		if _, err := l2.Append(ctx, records("d")); err != nil {
+			t.Fatal(err)
+		}
+		// The old leader restarts, follows and catches up; its listener
+		// gets the whole committed log again.
+		c.start(lid)
+		for id := range c.nodes {
+			waitValues(t, c.lst[id], []string{"a", "b", "c", "d"})
+		}
+
+		// Partition the leader away: the rest elect a new one; the old
+		// leader's append does not commit.
+		l3 := c.leader()
+		old := l3.cfg.NodeID
+		c.net.mu.Lock()
+		c.net.cut[old] = true
+		c.net.mu.Unlock()
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err = l3.Append(actx, records("lost"))
+		cancel()
+		if err == nil {
+			t.Fatal("append on an isolated leader committed")
+		}
+		l4 := c.leader()
+		if _, err := l4.Append(ctx, records("e")); err != nil {
+			t.Fatal(err)
+		}
+		c.net.mu.Lock()
+		c.net.cut[old] = false
+		c.net.mu.Unlock()
+		for id := range c.nodes {
+			waitValues(t, c.lst[id], []string{"a", "b", "c", "d", "e"})
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package raft
+
+func init() { raceEnabled = true }

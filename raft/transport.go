@@ -1,0 +1,127 @@
+package raft
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+// ClientTransport sends KRaft requests over protocol.Client connections to
+// the voters' CONTROLLER endpoints, one connection per voter, redialled after
+// a failure. Requests on one connection are served in order by the peer, as
+// in Kafka.
+type ClientTransport struct {
+	voters   map[int32]VoterEndpoint
+	clientID string
+	log      *zap.Logger
+
+	mu     sync.Mutex
+	conns  map[int32]*transportConn
+	closed bool
+}
+
+type transportConn struct {
+	mu sync.Mutex // serialises dialling
+	c  *protocol.Client
+}
+
+// NewClientTransport returns a Transport dialling voters' endpoints.
+func NewClientTransport(voters map[int32]VoterEndpoint, clientID string, log *zap.Logger) *ClientTransport {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[int32]*transportConn{}}
+}
+
+// Send implements Transport.
+func (t *ClientTransport) Send(ctx context.Context, nodeID int32, req kmsg.Request) (kmsg.Response, error) {
+	c, err := t.client(ctx, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Request(ctx, req)
+	if err != nil && c.Err() != nil {
+		t.drop(nodeID, c)
+	}
+	return resp, err
+}
+
+func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.Client, error) {
+	ep, ok := t.voters[nodeID]
+	if !ok {
+		return nil, fmt.Errorf("raft: no endpoint for node %d", nodeID)
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, ErrClosed
+	}
+	tc := t.conns[nodeID]
+	if tc == nil {
+		tc = &transportConn{}
+		t.conns[nodeID] = tc
+	}
+	t.mu.Unlock()
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.c != nil && tc.c.Err() == nil {
+		return tc.c, nil
+	}
+	if tc.c != nil {
+		tc.c.Close()
+		tc.c = nil
+	}
+	c, err := protocol.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), t.clientID)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		c.Close()
+		return nil, ErrClosed
+	}
+	tc.c = c
+	return c, nil
+}
+
+func (t *ClientTransport) drop(nodeID int32, c *protocol.Client) {
+	t.mu.Lock()
+	tc := t.conns[nodeID]
+	t.mu.Unlock()
+	if tc == nil {
+		return
+	}
+	tc.mu.Lock()
+	if tc.c == c {
+		tc.c = nil
+	}
+	tc.mu.Unlock()
+	c.Close()
+}
+
+// Close closes every connection.
+func (t *ClientTransport) Close() error {
+	t.mu.Lock()
+	t.closed = true
+	conns := t.conns
+	t.conns = map[int32]*transportConn{}
+	t.mu.Unlock()
+	for _, tc := range conns {
+		tc.mu.Lock()
+		if tc.c != nil {
+			tc.c.Close()
+			tc.c = nil
+		}
+		tc.mu.Unlock()
+	}
+	return nil
+}
