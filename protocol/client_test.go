@@ -1,9 +1,12 @@
 package protocol
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -304,5 +307,72 @@ func TestClientBodyResponse(t *testing.T) {
 	}
 	if f := resp.(*kmsg.FetchResponse); f.Version != 16 || f.SessionID != 7 {
 		t.Fatalf("fetch v%d session %d", f.Version, f.SessionID)
+	}
+}
+
+// A response the client cannot match, or an oversize one, fails the
+// connection for everyone.
+func TestClientProtocolErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply func(corr int32) []byte
+	}{
+		{"wrong correlation id", func(corr int32) []byte {
+			return AppendResponse(nil, 3, corr+1, kmsg.NewPtrMetadataResponse())
+		}},
+		{"oversize", func(corr int32) []byte { return []byte{0x7f, 0, 0, 0} }},
+		{"undersize", func(corr int32) []byte { return []byte{0, 0, 0, 2, 0, 0} }},
+		{"garbage body", func(corr int32) []byte {
+			return append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 7), uint32(corr)), 0xff, 0xff, 0xff)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, cli := net.Pipe()
+			defer srv.Close()
+			c := NewClient(cli, ClientOptions{ClientID: "pipe", MaxResponseBytes: 1 << 20})
+			defer c.Close()
+			go func() {
+				br := bufio.NewReader(srv)
+				var sz [4]byte
+				if _, err := io.ReadFull(br, sz[:]); err != nil {
+					return
+				}
+				f := make([]byte, binary.BigEndian.Uint32(sz[:]))
+				if _, err := io.ReadFull(br, f); err != nil {
+					return
+				}
+				srv.Write(tc.reply(int32(binary.BigEndian.Uint32(f[4:]))))
+			}()
+			req := metadataFor("x")
+			req.SetVersion(1)
+			_, err := c.RequestVersion(context.Background(), req, 1)
+			if err == nil {
+				t.Fatal("request succeeded")
+			}
+			if tc.name == "garbage body" {
+				// Only that request failed; the framing is intact.
+				if c.Err() != nil {
+					t.Fatalf("connection failed: %v", c.Err())
+				}
+				return
+			}
+			<-c.Done()
+		})
+	}
+}
+
+// Serve after Close returns ErrServerClosed at once.
+func TestServeAfterClose(t *testing.T) {
+	s := &Server{Handler: &testHandler{}}
+	s.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(l); !errors.Is(err, ErrServerClosed) {
+		t.Fatal(err)
+	}
+	if _, err := net.Dial("tcp", l.Addr().String()); err == nil {
+		t.Fatal("listener still open")
 	}
 }

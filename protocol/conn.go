@@ -88,7 +88,9 @@ func (c *conn) start() {
 // for the first byte of a request is woken by a past read deadline; a reader
 // in the middle of a frame finishes that frame first.
 func (c *conn) beginShutdown() {
-	c.shutdown.Store(true)
+	if c.shutdown.Swap(true) {
+		return // the past deadline is set once (readFull relies on it)
+	}
 	c.nc.SetReadDeadline(time.Now())
 }
 
