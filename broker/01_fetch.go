@@ -21,8 +21,8 @@ package broker
 //     (v13+), diverging epoch (KIP-320, v12+).
 //   - Record bytes go from the segment files to the socket without being
 //     decoded (replication.FetchResult.Body, sendfile where possible).
-//   - On a controller listener, Fetch is KRaft's and goes to the controller
-//     handler.
+//   - This is the client listeners' Fetch; the CONTROLLER listener's (KRaft's)
+//     is registered in controller_apis.go.
 //
 // Version notes:
 //   - v4: isolation level, last stable offset, aborted transactions
@@ -36,22 +36,15 @@ package broker
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(1, 4, 18, onBoth, handleFetch) }
+func init() { regKey(1, 4, 18, onBroker, handleFetch) }
 
 func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
-	if b.isControllerListener(req.Listener) {
-		if b.controllerHandler == nil {
-			return protocol.Response{}, errors.New("fetch on a controller listener of a node that is not a controller")
-		}
-		return b.controllerHandler(ctx, req)
-	}
 	r := req.Msg.(*kmsg.FetchRequest)
 	res := b.replicas.Fetch(ctx, r)
 	if r.Version >= 16 {
