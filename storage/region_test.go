@@ -1,0 +1,155 @@
+package storage
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// writeSampleLog fills a log on the OS file system with every codec, producer ids,
+// several segments and leader epochs.
+func writeSampleLog(t *testing.T, dir string) *testLog {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 16 << 10
+	cfg.IndexIntervalBytes = 1024
+	l := openTest(t, vfs.Default, clk, cfg, func(o *LogOptions) { o.Dir = dir; o.TopicID = [16]byte{9, 8, 7} })
+	for i := 0; i < 300; i++ {
+		c := codecs[i%len(codecs)]
+		b := BuildBatch(BatchOptions{Compression: c, Producer: &BatchProducer{ID: 1000, Epoch: 0, BaseSequence: int32(i * 4)}},
+			recs(clk.Ms()+int64(i), 4, "d")...)
+		mustAppend(t, l.Log, b, int32(i/100))
+	}
+	return l
+}
+
+func TestFileRegionSendfile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l := writeSampleLog(t, dir)
+	defer l.Close()
+	ri, err := l.Read(10, 20000, math.MaxInt64, true)
+	if err != nil || ri.Region.Len == 0 {
+		t.Fatalf("%v %+v", err, ri)
+	}
+	want, err := ri.Region.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skip("no loopback:", err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		got <- b
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the shared file offset must not move: read through Read() before and after
+	if _, err := ri.Region.File.(interface {
+		Seek(int64, int) (int64, error)
+	}).Seek(0, io.SeekCurrent); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ri.Region.WriteTo(c)
+	if err != nil || n != ri.Region.Len {
+		t.Fatalf("WriteTo %d %v", n, err)
+	}
+	pos, _ := ri.Region.File.(interface {
+		Seek(int64, int) (int64, error)
+	}).Seek(0, io.SeekCurrent)
+	if pos != 0 {
+		t.Fatalf("file offset moved to %d", pos)
+	}
+	c.Close()
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("sent %d bytes, want %d", len(b), len(want))
+	}
+	// a plain writer takes the copy path
+	var buf bytes.Buffer
+	if _, err := ri.Region.WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("copy path: %v", err)
+	}
+	if _, err := DecodeRecords(want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKafkaDumpLogSegments checks the files with Apache Kafka's own DumpLogSegments
+// when KGO_KAFKA_LIBS points at Kafka's libs directory (skipped otherwise).
+func TestKafkaDumpLogSegments(t *testing.T) {
+	libs := os.Getenv("KGO_KAFKA_LIBS")
+	if libs == "" {
+		t.Skip("KGO_KAFKA_LIBS not set")
+	}
+	dir := filepath.Join(t.TempDir(), "dump-0")
+	l := writeSampleLog(t, dir)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var logs, idx []string
+	for _, e := range ents {
+		switch filepath.Ext(e.Name()) {
+		case ".log":
+			logs = append(logs, filepath.Join(dir, e.Name()))
+		case ".index", ".timeindex":
+			idx = append(idx, filepath.Join(dir, e.Name()))
+		}
+	}
+	run := func(args ...string) string {
+		cmd := exec.Command("java", append([]string{"-cp", libs + "/*", "org.apache.kafka.tools.DumpLogSegments"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := run("--deep-iteration", "--files", strings.Join(logs, ","))
+	for _, bad := range []string{"isvalid: false", "Exception", "corrupt"} {
+		if strings.Contains(out, bad) {
+			t.Fatalf("DumpLogSegments found %q:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "isvalid: true") {
+		t.Fatalf("unexpected output:\n%s", out[:min(len(out), 2000)])
+	}
+	out = run("--verify-index-only", "--index-sanity-check", "--files", strings.Join(idx, ","))
+	t.Logf("index check:\n%s", out)
+	for _, bad := range []string{"Mismatches", "mismatch", "not found", "out of order", "failed"} {
+		if strings.Contains(out, bad) {
+			t.Fatalf("index check found %q:\n%s", bad, out)
+		}
+	}
+	out = run("--files", strings.Join(idx, ","))
+	t.Logf("index dump (head):\n%s", out[:min(len(out), 1500)])
+	for _, bad := range []string{"Mismatches", "mismatch", "not found", "out of order"} {
+		if strings.Contains(out, bad) {
+			t.Fatalf("index dump found %q:\n%s", bad, out[:min(len(out), 4000)])
+		}
+	}
+	snaps, _ := filepath.Glob(filepath.Join(dir, "*.snapshot"))
+	out = run("--files", strings.Join(snaps, ","))
+	if !strings.Contains(out, "producerId: 1000") {
+		t.Fatalf("snapshot dump:\n%s", out)
+	}
+	t.Logf("snapshot dump:\n%s", out[:min(len(out), 1500)])
+}
