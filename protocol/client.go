@@ -56,8 +56,8 @@ type Client struct {
 	log      *zap.Logger
 	versions map[int16][2]int16 // the server's ApiVersions ranges; immutable after Dial
 
-	writeMu sync.Mutex // serializes frames on the wire; guards corr
-	corr    int32
+	writeSem chan struct{} // cap 1: held while writing a frame; guards corr
+	corr     int32
 
 	mu      sync.Mutex // guards pending and err
 	pending []*call    // written, awaiting a response, in wire order
@@ -126,6 +126,7 @@ func NewClient(nc net.Conn, opts ClientOptions) *Client {
 		nc:         nc,
 		opts:       opts,
 		log:        log.With(zap.Stringer("remote", nc.RemoteAddr())),
+		writeSem:   make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
@@ -286,10 +287,17 @@ func appendRequest(dst []byte, req kmsg.Request, clientID string) []byte {
 }
 
 // write assigns the next correlation id, queues the call and writes the
-// frame, all under writeMu so the queue order is the wire order.
+// frame, all while holding writeSem so the queue order is the wire order.
+// Waiting for writeSem honours ctx.
 func (c *Client) write(ctx context.Context, frame []byte, noResponse bool) (*call, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	select {
+	case c.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, c.Err()
+	}
+	defer func() { <-c.writeSem }()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
