@@ -428,7 +428,11 @@ const maxPooledBuf = 1 << 20
 
 // writeMsg encodes msg at version and writes the frame with one Write.
 func (c *conn) writeMsg(req *Request, version int16, msg kmsg.Response) error {
-	msg.SetVersion(version)
+	if msg.GetVersion() != version {
+		// Only when needed: a handler may share one read-only
+		// response between connections.
+		msg.SetVersion(version)
+	}
 	bp := bufPool.Get().(*[]byte)
 	buf := AppendResponse((*bp)[:0], req.Key, req.CorrelationID, msg)
 	var err error
