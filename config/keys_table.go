@@ -389,7 +389,7 @@ var brokerKeys = []Key{
 // topicKeys is every topic-level config key (LogConfig) with its broker synonyms
 // (ServerTopicConfigSynonyms), in priority order.
 var topicKeys = []TopicKey{
-	{Key: Key{Name: "cleanup.policy", Type: TypeList, Default: "delete", HasDefault: true, Importance: Medium, Validator: All(NoDuplicates(), OneOf("compact", "delete"))}, Synonyms: []Synonym{{Name: "log.cleanup.policy"}}},
+	{Key: Key{Name: "cleanup.policy", Type: TypeList, Default: "delete", HasDefault: true, Importance: Medium, Validator: OneOf("compact", "delete")}, Synonyms: []Synonym{{Name: "log.cleanup.policy"}}},
 	{Key: Key{Name: "compression.gzip.level", Type: TypeInt, Default: "-1", HasDefault: true, Importance: Medium, Validator: BetweenOr(1, 9, -1)}, Synonyms: []Synonym{{Name: "compression.gzip.level"}}},
 	{Key: Key{Name: "compression.lz4.level", Type: TypeInt, Default: "9", HasDefault: true, Importance: Medium, Validator: Between(1, 17)}, Synonyms: []Synonym{{Name: "compression.lz4.level"}}},
 	{Key: Key{Name: "compression.type", Type: TypeString, Default: "producer", HasDefault: true, Importance: Medium, Validator: OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")}, Synonyms: []Synonym{{Name: "compression.type"}}},

@@ -145,7 +145,6 @@ func TestValidateTopicConfig(t *testing.T) {
 	bad := map[[2]string]string{
 		{"retention.ms", "-5"}:                             "Invalid value -5 for configuration retention.ms: Value must be at least -1",
 		{"cleanup.policy", "foo"}:                          "Invalid value foo for configuration cleanup.policy: String must be one of: compact, delete",
-		{"cleanup.policy", "compact,compact"}:              "Configuration 'cleanup.policy' values must not be duplicated.",
 		{"segment.bytes", "abc"}:                           "Invalid value abc for configuration segment.bytes: Not a number of type INT",
 		{"segment.bytes", "100"}:                           "Invalid value 100 for configuration segment.bytes: Value must be at least 1048576",
 		{"min.insync.replicas", "0"}:                       "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1",
@@ -169,7 +168,7 @@ func TestValidateTopicConfig(t *testing.T) {
 		t.Error(err)
 	}
 	good := [][2]string{
-		{"cleanup.policy", ""}, {"cleanup.policy", "compact,delete"}, {"retention.bytes", "-7"}, {"preallocate", "TRUE"},
+		{"cleanup.policy", ""}, {"cleanup.policy", "compact,delete"}, {"cleanup.policy", "compact,compact"}, {"retention.bytes", "-7"}, {"preallocate", "TRUE"},
 		{"leader.replication.throttled.replicas", "*"}, {"follower.replication.throttled.replicas", "0:1, 1:2"},
 		{"retention.ms", "-1"}, {"compression.gzip.level", "-1"}, {"compression.zstd.level", "-5"}, {"segment.ms", " 100 "},
 	}

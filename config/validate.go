@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -219,6 +220,9 @@ func (c *Config) validateBrokerListeners(advertised []Listener, isController, li
 		return c.fail("inter.broker.listener.name", "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.", "Remove security.inter.broker.protocol")
 	}
 	ibl := strings.ToUpper(c.String("inter.broker.listener.name"))
+	if ibl == "" && c.IsSet("inter.broker.listener.name") {
+		return c.fail("inter.broker.listener.name", "The provided listener name is null or empty string", "Set it to a listener name such as PLAINTEXT, or remove it")
+	}
 	if ibl == "" {
 		ibl = c.String("security.inter.broker.protocol")
 	} else if _, ok := pm[ibl]; !ok {
@@ -275,7 +279,7 @@ func (c *Config) validateRanges() error {
 	if v := parseInt64(td["segment.jitter.ms"]); v < 0 {
 		return c.fail("log.roll.jitter.ms", "log.roll.jitter.ms must be greater than or equal to 0", "")
 	}
-	if v := parseInt64(td["retention.ms"]); v < 1 && v != -1 {
+	if v := parseInt64(td["retention.ms"]); v == 0 { // Kafka 4.4 takes any negative value as unlimited
 		key := "log.retention.ms"
 		for _, k := range []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"} {
 			if c.IsSet(k) {
@@ -285,7 +289,9 @@ func (c *Config) validateRanges() error {
 		}
 		return c.fail(key, "log.retention.ms must be unlimited (-1) or, greater than or equal to 1", "")
 	}
-	if t := int64(c.Int("log.cleaner.threads")); t > 0 && c.Long("log.cleaner.dedupe.buffer.size")/t <= 1024*1024 {
+	if t := int64(c.Int("log.cleaner.threads")); t == 0 {
+		return c.fail("log.cleaner.threads", "/ by zero", "Kafka 4.4 fails on log.cleaner.threads=0 (it divides log.cleaner.dedupe.buffer.size by it); use log.cleaner.enable=false instead")
+	} else if c.Long("log.cleaner.dedupe.buffer.size")/t <= 1024*1024 {
 		return c.fail("log.cleaner.dedupe.buffer.size", "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.", "")
 	}
 	if c.Int("replica.fetch.wait.max.ms") > c.Int("replica.socket.timeout.ms") {
@@ -297,5 +303,86 @@ func (c *Config) validateRanges() error {
 	if q := c.Long("queued.max.request.bytes"); q > 0 && q < int64(c.Int("socket.request.max.bytes")) {
 		return c.fail("queued.max.request.bytes", "queued.max.request.bytes must be larger or equal to socket.request.max.bytes", "")
 	}
+	if d, idle := int64(c.Int("connection.failed.authentication.delay.ms")), c.Long("connections.max.idle.ms"); idle >= 0 && d >= idle {
+		return c.fail("connections.max.idle.ms", fmt.Sprintf("connection.failed.authentication.delay.ms=%d should always be less than connections.max.idle.ms=%d to prevent failed authentication responses from timing out", d, idle), "")
+	}
+	if c.Int("max.connections.per.ip") == 0 && c.String("max.connections.per.ip.overrides") == "" {
+		return c.fail("max.connections.per.ip", "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.", "")
+	}
+	for _, e := range splitList(c.String("max.connections.per.ip.overrides")) {
+		host, n, ok := strings.Cut(e, ":")
+		if _, err := parseInt32(n); !ok || host == "" || err != nil {
+			return c.fail("max.connections.per.ip.overrides", fmt.Sprintf("Error parsing configuration property 'max.connections.per.ip.overrides': entry %q is not host:count", e), "")
+		}
+	}
+	for _, k := range []string{"offsets.topic.compression.codec", "share.coordinator.state.topic.compression.codec"} {
+		if id := c.Int(k); id < 0 || id > 4 {
+			return c.fail(k, fmt.Sprintf("Unknown compression type id: %d", id), "Use 0 (none), 1 (gzip), 2 (snappy), 3 (lz4) or 4 (zstd)")
+		}
+	}
+	dirs := map[string]bool{}
+	for _, d := range c.LogDirs {
+		dirs[d] = true
+	}
+	var missingDirs []string
+	for _, d := range c.List("cordoned.log.dirs") {
+		if !dirs[filepath.Clean(d)] {
+			missingDirs = append(missingDirs, d)
+		}
+	}
+	if len(missingDirs) > 0 {
+		return c.fail("cordoned.log.dirs", "All entries in cordoned.log.dirs must be present in log.dirs or log.dir. Missing entries : "+strings.Join(missingDirs, ","), "")
+	}
+	return c.validateRelations()
+}
+
+// relation is one of Kafka's "a must be <op> b" requirements between two INT keys.
+type relation struct {
+	a, op, b string // op: ">=", "<=", "<"
+}
+
+var relations = func() []relation {
+	var rs []relation
+	for _, g := range []string{"consumer", "share", "streams"} {
+		p := "group." + g + "."
+		rs = append(rs,
+			relation{p + "max.heartbeat.interval.ms", ">=", p + "min.heartbeat.interval.ms"},
+			relation{p + "heartbeat.interval.ms", ">=", p + "min.heartbeat.interval.ms"},
+			relation{p + "heartbeat.interval.ms", "<=", p + "max.heartbeat.interval.ms"},
+			relation{p + "max.session.timeout.ms", ">=", p + "min.session.timeout.ms"},
+			relation{p + "session.timeout.ms", ">=", p + "min.session.timeout.ms"},
+			relation{p + "session.timeout.ms", "<=", p + "max.session.timeout.ms"},
+			relation{p + "heartbeat.interval.ms", "<", p + "session.timeout.ms"},
+			relation{p + "assignment.interval.ms", ">=", p + "min.assignment.interval.ms"},
+			relation{p + "assignment.interval.ms", "<=", p + "max.assignment.interval.ms"},
+		)
+	}
+	return append(rs,
+		relation{"group.share.max.share.sessions", ">=", "group.share.max.size"},
+		relation{"group.streams.task.offset.interval.ms", ">=", "group.streams.min.task.offset.interval.ms"},
+		relation{"group.streams.num.warmup.replicas", "<=", "group.streams.max.warmup.replicas"},
+		relation{"group.streams.num.standby.replicas", "<=", "group.streams.max.standby.replicas"},
+	)
+}()
+
+// validateRelations checks GroupCoordinatorConfig's requirements between keys.
+func (c *Config) validateRelations() error {
+	words := map[string]string{">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
+	for _, r := range relations {
+		a, b := c.Int(r.a), c.Int(r.b)
+		ok := (r.op == ">=" && a >= b) || (r.op == "<=" && a <= b) || (r.op == "<" && a < b)
+		if !ok {
+			key := r.a
+			if c.IsSet(r.b) && !c.IsSet(r.a) {
+				key = r.b
+			}
+			return c.fail(key, fmt.Sprintf("%s must be %s %s", r.a, words[r.op], r.b), fmt.Sprintf("(%s=%d, %s=%d)", r.a, a, r.b, b))
+		}
+	}
 	return nil
+}
+
+func parseInt32(s string) (int32, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	return int32(n), err
 }
