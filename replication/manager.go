@@ -30,10 +30,11 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
-	// TopicDefaults returns the broker-level defaults of topic configs,
-	// keyed by topic config name (retention.ms, not log.retention.ms).
-	// Topic ConfigRecords from the metadata image are applied on top.
-	// Nil means Kafka's defaults.
+	// TopicDefaults returns the static broker-level defaults of topic
+	// configs (server.properties), keyed by topic config name (retention.ms,
+	// not log.retention.ms). Dynamic broker configs from the metadata image
+	// (cluster default, then this broker's) override them, and topic
+	// ConfigRecords override those. Nil means Kafka's defaults.
 	TopicDefaults func() map[string]string
 
 	// Controller reaches the active controller (AllocateProducerIDs); the
@@ -209,8 +210,12 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 	rm.image = img
 	defaults := map[string]string{}
 	if rm.cfg.TopicDefaults != nil {
-		defaults = rm.cfg.TopicDefaults()
+		maps.Copy(defaults, rm.cfg.TopicDefaults())
 	}
+	// Dynamic broker configs override the static ones: the cluster-wide
+	// default, then this broker's own (DynamicLogConfig).
+	maps.Copy(defaults, topicKeysOf(img.DefaultBrokerConfig()))
+	maps.Copy(defaults, topicKeysOf(img.BrokerConfig(rm.cfg.NodeID)))
 	defaultsChanged := !maps.Equal(defaults, rm.defaults)
 	rm.defaults = defaults
 
@@ -328,4 +333,48 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 
 func (rm *ReplicaManager) zapPartition(p *Partition) []zap.Field {
 	return []zap.Field{zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition)}
+}
+
+// brokerTopicSynonyms maps the broker configs that are defaults of topic
+// configs (the primary synonyms of LogConfig.TopicConfigSynonyms, the ones
+// DynamicLogConfig accepts) to the topic config names.
+var brokerTopicSynonyms = map[string]string{
+	"log.segment.bytes":                   "segment.bytes",
+	"log.roll.ms":                         "segment.ms",
+	"log.roll.jitter.ms":                  "segment.jitter.ms",
+	"log.index.size.max.bytes":            "segment.index.bytes",
+	"log.flush.interval.messages":         "flush.messages",
+	"log.flush.interval.ms":               "flush.ms",
+	"log.retention.bytes":                 "retention.bytes",
+	"log.retention.ms":                    "retention.ms",
+	"message.max.bytes":                   "max.message.bytes",
+	"log.index.interval.bytes":            "index.interval.bytes",
+	"log.cleaner.delete.retention.ms":     "delete.retention.ms",
+	"log.cleaner.min.compaction.lag.ms":   "min.compaction.lag.ms",
+	"log.cleaner.max.compaction.lag.ms":   "max.compaction.lag.ms",
+	"log.segment.delete.delay.ms":         "file.delete.delay.ms",
+	"log.cleaner.min.cleanable.ratio":     "min.cleanable.dirty.ratio",
+	"log.cleanup.policy":                  "cleanup.policy",
+	"unclean.leader.election.enable":      "unclean.leader.election.enable",
+	"min.insync.replicas":                 "min.insync.replicas",
+	"compression.type":                    "compression.type",
+	"log.preallocate":                     "preallocate",
+	"log.message.timestamp.type":          "message.timestamp.type",
+	"log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+	"log.message.timestamp.after.max.ms":  "message.timestamp.after.max.ms",
+	"log.message.downconversion.enable":   "message.downconversion.enable",
+	"log.local.retention.ms":              "local.retention.ms",
+	"log.local.retention.bytes":           "local.retention.bytes",
+}
+
+// topicKeysOf renames the topic-default broker configs in m to topic config
+// names and drops the rest.
+func topicKeysOf(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if t, ok := brokerTopicSynonyms[k]; ok {
+			out[t] = v
+		}
+	}
+	return out
 }

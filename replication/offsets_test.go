@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
@@ -345,6 +346,27 @@ func TestConfigChangeApplied(t *testing.T) {
 		part.mu.RUnlock()
 		if got != 100 {
 			t.Fatalf("log config max.message.bytes %d", got)
+		}
+	})
+}
+
+func TestDynamicBrokerDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *Config) {
+			c.TopicDefaults = func() map[string]string { return map[string]string{"retention.ms": "1000", "max.message.bytes": "5000"} }
+		})
+		h.createTopic("t", 1, []int32{1}, 1, nil, map[string]string{"retention.ms": "3000"})
+		def := metadatacache.NewConfigRecord()
+		def.ResourceType, def.Name = metadatacache.ConfigResourceBroker, "message.max.bytes"
+		v := "200"
+		def.Value = &v
+		h.apply(def)
+		part, _ := h.rm.Partition("t", 0)
+		part.mu.RLock()
+		cfg := part.log.Config()
+		part.mu.RUnlock()
+		if cfg.RetentionMs != 3000 || cfg.MaxMessageBytes != 200 {
+			t.Fatalf("retention.ms %d (want the topic's 3000), max.message.bytes %d (want the dynamic default 200)", cfg.RetentionMs, cfg.MaxMessageBytes)
 		}
 	})
 }
