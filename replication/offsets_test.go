@@ -353,7 +353,9 @@ func TestConfigChangeApplied(t *testing.T) {
 func TestDynamicBrokerDefaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, func(c *Config) {
-			c.TopicDefaults = func() map[string]string { return map[string]string{"retention.ms": "1000", "max.message.bytes": "5000"} }
+			c.TopicDefaults = func() map[string]string {
+				return map[string]string{"retention.ms": "1000", "max.message.bytes": "5000"}
+			}
 		})
 		h.createTopic("t", 1, []int32{1}, 1, nil, map[string]string{"retention.ms": "3000"})
 		def := metadatacache.NewConfigRecord()
