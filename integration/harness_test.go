@@ -147,6 +147,10 @@ type BrokerOptions struct {
 	Env []string
 	// NoWait returns from StartBroker without waiting for readiness.
 	NoWait bool
+	// NoConfig starts the binary with no server.properties (its embedded
+	// defaults: ports 9092/9093, data under ./data), in the temp dir with HOME
+	// pointing there too.
+	NoConfig bool
 }
 
 // Broker is one kgo-broker process and its directory.
@@ -177,6 +181,18 @@ type Broker struct {
 // test; on failure its log is printed and its directory kept.
 func StartBroker(t testing.TB, opts BrokerOptions) *Broker {
 	t.Helper()
+	b := NewBroker(t, opts)
+	b.Start()
+	if !opts.NoWait {
+		b.WaitReady()
+	}
+	return b
+}
+
+// NewBroker prepares a temp dir (and server.properties, unless opts.NoConfig)
+// without starting anything.
+func NewBroker(t testing.TB, opts BrokerOptions) *Broker {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "kgo-it-"+sanitize(t.Name())+"-")
 	if err != nil {
 		t.Fatal(err)
@@ -189,17 +205,19 @@ func StartBroker(t testing.TB, opts BrokerOptions) *Broker {
 		Props:   filepath.Join(dir, "server.properties"),
 		LogPath: filepath.Join(dir, "broker.log"),
 	}
-	ports := freePorts(t, 2)
-	b.Port, b.CtrlPort = ports[0], ports[1]
-	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
-	if err := os.WriteFile(b.Props, []byte(b.serverProperties()), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(b.cleanup)
-	b.Start()
-	if !opts.NoWait {
-		b.WaitReady()
+	if opts.NoConfig {
+		// kgo-broker's embedded defaults: PLAINTEXT :9092, CONTROLLER :9093, ./data.
+		b.Props = ""
+		b.Port, b.CtrlPort = 9092, 9093
+	} else {
+		ports := freePorts(t, 2)
+		b.Port, b.CtrlPort = ports[0], ports[1]
+		if err := os.WriteFile(b.Props, []byte(b.serverProperties()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
 	return b
 }
 
@@ -225,7 +243,10 @@ group.initial.rebalance.delay.ms=0
 
 // Args is the broker's command line (without the binary).
 func (b *Broker) Args() []string {
-	args := []string{b.Props}
+	var args []string
+	if b.Props != "" {
+		args = append(args, b.Props)
+	}
 	keys := make([]string, 0, len(b.opts.Overrides))
 	for k := range b.opts.Overrides {
 		keys = append(keys, k)
@@ -254,7 +275,10 @@ func (b *Broker) Start() {
 		time.Now().Format(time.RFC3339Nano), brokerBin, strings.Join(b.Args(), " "))
 	cmd := exec.Command(brokerBin, b.Args()...)
 	cmd.Dir = b.Dir
-	cmd.Env = append(os.Environ(), b.opts.Env...)
+	cmd.Env = append(hermeticEnv(), b.opts.Env...)
+	if b.opts.NoConfig {
+		cmd.Env = append(cmd.Env, "HOME="+b.Dir)
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	// The broker must not outlive the test binary.
@@ -275,6 +299,21 @@ func (b *Broker) Start() {
 		b.mu.Unlock()
 		close(done)
 	}()
+}
+
+// hermeticEnv is the test's environment without the variables that configure the
+// broker (KAFKA_*, CLUSTER_ID, KGO_LOG_*): a stray KAFKA_* in CI would otherwise
+// replace the whole config, as in Apache Kafka's docker image.
+func hermeticEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "KAFKA_") || k == "CLUSTER_ID" || strings.HasPrefix(k, "KGO_LOG_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }
 
 // readyTimeout is how long WaitReady polls.
@@ -627,6 +666,9 @@ type RunOpts struct {
 	Stdin   string
 	Dir     string
 	Env     []string
+	// Hermetic drops KAFKA_*, CLUSTER_ID and KGO_LOG_* from the inherited
+	// environment (for running the broker binary's subcommands).
+	Hermetic bool
 }
 
 // RunCommand runs a program with a timeout, capturing stdout, stderr and the exit code.
@@ -639,7 +681,11 @@ func RunCommand(t testing.TB, o RunOpts, name string, args ...string) ToolResult
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = o.Dir
-	cmd.Env = append(os.Environ(), o.Env...)
+	base := os.Environ()
+	if o.Hermetic {
+		base = hermeticEnv()
+	}
+	cmd.Env = append(base, o.Env...)
 	cmd.Stdin = strings.NewReader(o.Stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -162,3 +162,12 @@ func mustAtoi64(t testing.TB, what, s string) int64 {
 	}
 	return n
 }
+
+// recordsFor makes n small keyed records for topic.
+func recordsFor(topic string, n int) []*kgo.Record {
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i))}
+	}
+	return recs
+}
