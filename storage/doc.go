@@ -1,0 +1,126 @@
+// Package storage is kgo-broker's partition log, in Apache Kafka's on-disk format, so
+// that Kafka's own tools (kafka-dump-log.sh) read what it writes and it reads what a
+// Kafka broker wrote.
+//
+// # Shape
+//
+//	Manager (LogManager)               one per broker: every <topic>-<partition> in log.dirs
+//	  ├─ recovery-point-offset-checkpoint, log-start-offset-checkpoint, .kafka_cleanshutdown
+//	  └─ Log (UnifiedLog + LocalLog)   one per partition, safe for concurrent use
+//	       ├─ segments (LogSegment)    <base>.log + .index + .timeindex, last one active
+//	       ├─ epochCache               leader-epoch-checkpoint (LeaderEpochFileCache)
+//	       └─ producerState            <offset>.snapshot (ProducerStateManager)
+//
+// A produce goes AppendAsLeader (or AppendAsLeaderOrigin with OriginClient):
+// validate every batch (framing, magic 2, CRC-32C, counts, record structure,
+// timestamps, keys of compacted topics, max.message.bytes), check idempotent producer
+// sequences, rewrite baseOffset and partitionLeaderEpoch in place, maybe roll, write the
+// bytes as they are, index them, and, with flush.messages reached, fsync before
+// returning (one fsync serves every appender waiting: group commit). A fetch goes Read:
+// the offset index gives a position at or below the offset, a scan of batch headers
+// finds the batch holding it, and the result is a FileRegion of whole batches in one
+// segment that FileRegion.WriteTo sends with sendfile(2).
+//
+// Errors a Kafka client should see are franz-go kerr values (errors.Is); anything else
+// is an I/O error and means the log dir is in trouble.
+//
+// Lock order: Manager.mu, then Log.flushMu, then Log.mu. Log.mu guards every field
+// under it (segments, offsets, epoch cache, producer state); fsync runs holding only
+// flushMu, so reads and appends proceed during it.
+//
+// # Files
+//
+// Partition directory <topic>-<partition> (LocalLog.java, LogFileUtils.java); a deleted
+// one is renamed <topic>-<partition>.<32 hex uuid>-delete, then removed.
+//
+// <base>.log: concatenated record batches, magic v2 (DefaultRecordBatch.java). All
+// integers big-endian; the CRC is CRC-32C over Attributes..end, so BaseOffset and
+// PartitionLeaderEpoch can be rewritten without recomputing it.
+//
+//	offset  size  field
+//	     0     8  BaseOffset
+//	     8     4  Length (bytes after this field)
+//	    12     4  PartitionLeaderEpoch
+//	    16     1  Magic = 2
+//	    17     4  CRC (uint32, Castagnoli)
+//	    21     2  Attributes: bits 0-2 codec (0 none 1 gzip 2 snappy 3 lz4 4 zstd),
+//	              3 LogAppendTime, 4 transactional, 5 control, 6 delete horizon
+//	    23     4  LastOffsetDelta
+//	    27     8  BaseTimestamp
+//	    35     8  MaxTimestamp
+//	    43     8  ProducerId
+//	    51     2  ProducerEpoch
+//	    53     4  BaseSequence
+//	    57     4  RecordsCount
+//	    61     …  records, compressed as a whole when the codec is not none
+//
+// Record (DefaultRecord.java), zig-zag varints: length, attributes int8,
+// timestampDelta varlong, offsetDelta varint, keyLen varint (-1 null) + key, valueLen
+// varint + value, headerCount varint, then per header keyLen + key, valueLen + value.
+// Snappy is read raw or in Java's xerial framing ("\x82SNAPPY\x00", version, compat,
+// then [int32 length][block]...), and written in xerial framing; lz4 is the lz4 frame
+// format (KafkaLZ4BlockOutputStream).
+//
+// <base>.index (OffsetIndex.java, AbstractIndex.java): 8-byte entries
+//
+//	int32 relativeOffset (offset - base)   int32 position in .log
+//
+// sparse: before appending a batch, if more than index.interval.bytes were written
+// since the last entry, add (batch lastOffset, batch position) — the rule
+// LogSegment.append and LogSegment.recover use. Preallocated to segment.index.bytes
+// rounded down to 8 while the segment is active, trimmed to the entries on roll and
+// close. A full index rolls the segment.
+//
+// <base>.timeindex (TimeIndex.java): 12-byte entries
+//
+//	int64 timestamp   int32 relativeOffset
+//
+// written with each offset index entry as (max timestamp so far, last offset of the
+// batch holding it), only when the timestamp grows; a final entry is added on roll and
+// close. Preallocated to segment.index.bytes rounded down to 12.
+//
+// Neither index has a checksum: after an unclean shutdown every segment from the
+// recovery point on is rescanned (CRC of each batch, offsets increasing), its indexes
+// rebuilt, and the log truncated at the first torn or corrupt batch (LogLoader,
+// LogSegment.recover). A missing or insane index is rebuilt in any case.
+//
+// <offset>.snapshot (ProducerStateManager.java, ProducerSnapshot.json), written on
+// roll (at the new base offset) and close (at the log end offset):
+//
+//	int16  version = 1
+//	uint32 crc      CRC-32C of every byte after this field
+//	int32  count
+//	count × 46 bytes: int64 producerId, int16 epoch, int32 lastSequence,
+//	       int64 lastOffset, int32 offsetDelta, int64 timestamp,
+//	       int32 coordinatorEpoch, int64 currentTxnFirstOffset (-1 none)
+//
+// On open the newest snapshot at or below the log end offset is loaded and the batches
+// after it replayed.
+//
+// leader-epoch-checkpoint (LeaderEpochCheckpointFile.java, CheckpointFile.java):
+//
+//	0                 version
+//	2                 entry count
+//	0 0               <epoch> <startOffset>
+//	3 1200
+//
+// partition.metadata (PartitionMetadataFile.java), no trailing newline:
+//
+//	version: 0
+//	topic_id: <Uuid, base64url without padding>
+//
+// Per log dir (LogManager.scala, OffsetCheckpointFile.java):
+// recovery-point-offset-checkpoint and log-start-offset-checkpoint
+//
+//	0                 version
+//	2                 entry count
+//	orders 0 1500     <topic> <partition> <offset>
+//	orders 1 1432
+//
+// .kafka_cleanshutdown (CleanShutdownFileHandler.java), written last by
+// Manager.Close and removed at startup: {"version":0,"brokerEpoch":N}.
+//
+// Every checkpoint is written to <name>.tmp, fsynced, renamed and the directory
+// fsynced. All file I/O goes through storage/vfs, so tests run on an in-memory file
+// system and inject failed writes, failed fsyncs, short writes and torn tails.
+package storage
