@@ -77,7 +77,7 @@ func (c *Controller) hasValidSession(b *brokerState) bool {
 func (c *Controller) registerBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
 	fail := func(e *apiError) kmsg.Response {
-		c.log.Info("broker registration refused", zap.Int32("broker", req.BrokerID), zap.Stringer("error", e))
+		c.log.Info("broker registration refused", zap.Int32("broker", req.BrokerID), zap.Int16("version", req.Version), zap.Int("log_dirs", len(req.LogDirs)), zap.Stringer("error", e))
 		resp.ErrorCode = e.code()
 		return resp
 	}

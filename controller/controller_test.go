@@ -992,3 +992,50 @@ func TestPlacerStripes(t *testing.T) {
 		t.Fatalf("all fenced: %v", err)
 	}
 }
+
+// The single combined node's clean restart: controlled shutdown moves
+// leadership to none and fences the broker, so the next incarnation
+// registers at once and gets its leaderships back when unfenced.
+func TestSingleNodeControlledShutdownAndRestart(t *testing.T) {
+	e := newTestEnv(t, nil)
+	epoch := e.addBroker(1)
+	e.createTopic("t", 2, 1)
+	hb := e.heartbeat(1, epoch, e.c.Image().Offset, false, true)
+	if hb.IsFenced || hb.ShouldShutdown {
+		t.Fatalf("first shutdown heartbeat %+v", hb)
+	}
+	for _, p := range e.c.Image().TopicByName("t").SortedPartitions() {
+		if p.Leader != -1 || len(p.Isr) != 1 {
+			t.Fatalf("partition during controlled shutdown %+v", p)
+		}
+	}
+	hb = e.heartbeat(1, epoch, e.c.Image().Offset, false, true)
+	if !hb.IsFenced || !hb.ShouldShutdown {
+		t.Fatalf("second shutdown heartbeat %+v", hb)
+	}
+	e.stop()
+	e.start(nil)
+	r := e.register(1, 2)
+	if r.ErrorCode != 0 {
+		t.Fatalf("re-register after clean shutdown: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if hb := e.heartbeat(1, r.BrokerEpoch, e.c.Image().Offset, false, false); hb.IsFenced {
+		t.Fatalf("%+v", hb)
+	}
+	for _, p := range e.c.Image().TopicByName("t").SortedPartitions() {
+		if p.Leader != 1 {
+			t.Fatalf("partition after restart %+v", p)
+		}
+	}
+	// An unclean restart (no controlled shutdown) must wait for the session.
+	e.stop()
+	e.start(nil)
+	if r2 := e.register(1, 3); r2.ErrorCode != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatalf("unclean restart: %+v", r2)
+	}
+	e.clock.Advance(10 * time.Second)
+	e.c.fenceStaleBrokers()
+	if r2 := e.register(1, 3); r2.ErrorCode != 0 {
+		t.Fatalf("after the session expired: %v", kerr.ErrorForCode(r2.ErrorCode))
+	}
+}
