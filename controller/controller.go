@@ -29,6 +29,8 @@ type Raft interface {
 	HandleRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
+var _ Raft = (*raft.Node)(nil)
+
 // TopicConfigEntry is one entry of a CreateTopics response's Configs.
 type TopicConfigEntry struct {
 	Name        string
