@@ -22,8 +22,9 @@ func (l listener) HandleCommit(b raft.Batch) {
 	for i, raw := range b.Records {
 		r, err := metadatacache.DecodeRecord(raw)
 		if err != nil {
+			// Keep offsets aligned: Records[i] is at BaseOffset+i.
 			c.log.Error("undecodable metadata record", zap.Int64("offset", b.BaseOffset+int64(i)), zap.Error(err))
-			continue
+			r = metadatacache.NewNoOpRecord()
 		}
 		recs = append(recs, r)
 	}
