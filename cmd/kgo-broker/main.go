@@ -195,6 +195,7 @@ func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
 	}
 	ec := zap.NewProductionEncoderConfig()
 	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	ec.EncodeDuration = zapcore.StringDurationEncoder
 	var enc zapcore.Encoder
 	switch strings.ToLower(format) {
 	case "", "console", "text":

@@ -291,9 +291,14 @@ func TestServeFailures(t *testing.T) {
 	}
 }
 
-func TestNewNodeNotConnected(t *testing.T) {
-	if _, err := newNode(nodeConfig{}); err == nil {
-		t.Skip("broker connected")
+func TestNewNodeBuildsBrokerNode(t *testing.T) {
+	cfg, err := config.SingleNode(map[string]string{"log.dirs": t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := newNode(nodeConfig{Config: cfg, ClusterID: "5L6g3nShT-eMCtK--X86sw"})
+	if err != nil || n == nil {
+		t.Fatal(n, err)
 	}
 }
 

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/broker"
 	"github.com/kgo-broker/kgo-broker/config"
 )
 
@@ -23,17 +23,17 @@ type nodeConfig struct {
 	Logger       *zap.Logger
 }
 
-var errNoBroker = errors.New("the broker package is not connected to cmd/kgo-broker yet (see newNode in cmd/kgo-broker/node.go)")
-
-// newNode builds the node. It is a variable so tests can run main's server path
-// with a fake node. The lead connects the broker package here:
-//
-//	n, err := broker.NewNode(broker.NodeConfig{Config: nc.Config, ClusterID: nc.ClusterID,
-//		DirectoryIDs: nc.DirectoryIDs, Logger: nc.Logger})
-//	if err != nil {
-//		return nil, err
-//	}
-//	return n, nil
+// newNode builds the node; a variable so tests can run main's server path with
+// a fake node.
 var newNode = func(nc nodeConfig) (node, error) {
-	return nil, errNoBroker
+	n, err := broker.NewNode(broker.NodeConfig{
+		Config:       nc.Config,
+		ClusterID:    nc.ClusterID,
+		DirectoryIDs: nc.DirectoryIDs,
+		Logger:       nc.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
 }
