@@ -347,3 +347,32 @@ func TestGetters(t *testing.T) {
 	}()
 	c.Int("log.retention.bytes")
 }
+
+// The environment of apache/kafka's docker/examples single-node plaintext compose file.
+func TestDockerComposeExampleEnv(t *testing.T) {
+	env := []string{
+		"KAFKA_NODE_ID=1", "KAFKA_PROCESS_ROLES=broker,controller",
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=CONTROLLER:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT_HOST://localhost:9092,PLAINTEXT://broker:19092",
+		"KAFKA_CONTROLLER_QUORUM_VOTERS=1@broker:29093",
+		"KAFKA_LISTENERS=CONTROLLER://:29093,PLAINTEXT_HOST://:9092,PLAINTEXT://:19092",
+		"KAFKA_INTER_BROKER_LISTENER_NAME=PLAINTEXT", "KAFKA_CONTROLLER_LISTENER_NAMES=CONTROLLER",
+		"CLUSTER_ID=4L6g3nShT-eMCtK--X86sw", "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR=1",
+		"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0", "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=1",
+		"KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR=1", "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR=1",
+		"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR=1", "KAFKA_LOG_DIRS=/tmp/kraft-combined-logs",
+		"KAFKA_HEAP_OPTS=-Xmx512M", "PATH=/usr/bin",
+	}
+	c, err := Load(LoadOptions{Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Listeners) != 3 || len(c.AdvertisedListeners) != 2 || c.InterBrokerListenerName != "PLAINTEXT" ||
+		c.QuorumVoters[1] != (HostPort{"broker", 29093}) || c.Int("group.initial.rebalance.delay.ms") != 0 ||
+		c.LogDirs[0] != "/tmp/kraft-combined-logs" || c.Origin("log.dirs") != "KAFKA_LOG_DIRS" {
+		t.Fatalf("%+v", c)
+	}
+	if got := c.ExplicitNotActedOn(); !reflect.DeepEqual(got, []string{"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor"}) {
+		t.Fatal(got)
+	}
+}
