@@ -30,6 +30,9 @@ func (m *memLogs) GetOrCreateLog(tp storage.TopicPartition, id [16]byte, cfg sto
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.logs[tp]; ok {
+		if id != ([16]byte{}) && l.TopicID() != id {
+			return nil, fmt.Errorf("log %s belongs to another topic id", tp)
+		}
 		return l, nil
 	}
 	l, err := storage.OpenLog(storage.LogOptions{FS: m.fs, Dir: m.root + "/" + tp.DirName(), Config: cfg, Now: m.now,
@@ -72,9 +75,18 @@ type harness struct {
 
 type harnessOpt func(*Config)
 
+func newMemLogs() *memLogs {
+	return &memLogs{fs: vfs.NewMem(), root: "/data", now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
+}
+
 func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	t.Helper()
-	logs := &memLogs{fs: vfs.NewMem(), root: "/data", now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
+	return newHarnessLogs(t, newMemLogs(), opts...)
+}
+
+// newHarnessLogs is newHarness over existing logs (a restarted broker).
+func newHarnessLogs(t *testing.T, logs *memLogs, opts ...harnessOpt) *harness {
+	t.Helper()
 	cfg := Config{NodeID: 1, Logs: logs, Now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
@@ -107,7 +119,11 @@ func topicID(name string) [16]byte {
 // leader and ISR (nil ISR = replicas), leader epoch 0, plus topic configs.
 func (h *harness) createTopic(name string, partitions int, replicas []int32, leader int32, isr []int32, configs map[string]string) [16]byte {
 	h.t.Helper()
-	id := topicID(name)
+	return h.createTopicID(name, topicID(name), partitions, replicas, leader, isr, configs)
+}
+
+func (h *harness) createTopicID(name string, id [16]byte, partitions int, replicas []int32, leader int32, isr []int32, configs map[string]string) [16]byte {
+	h.t.Helper()
 	tr := metadatacache.NewTopicRecord()
 	tr.Name, tr.TopicID = name, id
 	recs := []metadatacache.Record{tr}

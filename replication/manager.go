@@ -265,13 +265,20 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 	}
 }
 
-// removePartition stops a partition and deletes its log. rm.mu must be held.
+// removePartition stops a partition and deletes its log. A partition whose
+// log was never opened (e.g. the log on disk belongs to another topic id, as
+// while replaying metadata history) leaves the storage alone. rm.mu must be
+// held.
 func (rm *ReplicaManager) removePartition(p *Partition) {
 	p.mu.Lock()
+	owned := p.log != nil
 	p.isLeader = false
 	p.leader = -1
 	p.log = nil
 	p.mu.Unlock()
+	if !owned {
+		return
+	}
 	if err := rm.cfg.Logs.DeleteLog(p.tp); err != nil {
 		rm.logger.Error("deleting partition log failed", zap.String("topic", p.tp.Topic),
 			zap.Int32("partition", p.tp.Partition), zap.Error(err))
@@ -309,10 +316,15 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 
 	switch {
 	case p.isLeader && (!wasLeader || oldEpoch != mp.LeaderEpoch):
-		// makeLeader: a new leader epoch starts at the log end offset.
+		// makeLeader: a new leader epoch starts at the log end offset. An
+		// epoch the log already knows (an image from metadata history being
+		// replayed) must not be assigned again: that would truncate the
+		// leader epoch cache of newer epochs.
 		leo := p.log.LogEndOffset()
-		if err := p.log.AssignEpochStartOffset(mp.LeaderEpoch, leo); err != nil {
-			rm.logger.Error("recording leader epoch start failed", append(log, zap.Error(err))...)
+		if latest, ok := p.log.LatestEpoch(); !ok || mp.LeaderEpoch > latest {
+			if err := p.log.AssignEpochStartOffset(mp.LeaderEpoch, leo); err != nil {
+				rm.logger.Error("recording leader epoch start failed", append(log, zap.Error(err))...)
+			}
 		}
 		p.stateMu.Lock()
 		p.followers = map[int32]*followerState{}

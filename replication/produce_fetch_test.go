@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
 
@@ -432,4 +433,58 @@ func TestDeleteTopicDeletesLogs(t *testing.T) {
 			t.Fatalf("produce after recreate: %+v", p)
 		}
 	})
+}
+
+// After a restart the metadata log is replayed image by image: old leader
+// epochs must not rewrite the leader epoch cache, and an old incarnation of
+// a topic name must not delete the current one's log.
+func TestReplayedHistoryKeepsLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := newMemLogs()
+		h := newHarnessLogs(t, logs)
+		h.createTopic("t", 1, []int32{1}, 1, nil, nil)
+		h.produce("t", 0, batch(3, "a"))
+		h.changeLeader("t", 0, 1)
+		h.changeLeader("t", 0, 1) // epoch 2 starts at 3
+		h.produce("t", 0, batch(2, "b"))
+		part, _ := h.rm.Partition("t", 0)
+		part.mu.RLock()
+		l := part.log
+		part.mu.RUnlock()
+		before := l.EpochEntries()
+
+		// A new ReplicaManager over the same logs replays history: an older
+		// topic "t" (another id) created and deleted, then the current one.
+		h2 := newHarnessLogs(t, logs)
+		var old [16]byte
+		copy(old[:], "an-older-topic-t")
+		h2.createTopicID("t", old, 1, []int32{1}, 1, nil, nil)
+		r := metadatacache.NewRemoveTopicRecord()
+		r.TopicID = old
+		h2.apply(r)
+		h2.createTopic("t", 1, []int32{1}, 1, nil, nil) // epoch 0 again
+		if len(logs.deleted) != 0 {
+			t.Fatalf("deleted %v", logs.deleted)
+		}
+		if got := l.EpochEntries(); !slices.Equal(flatten(got), flatten(before)) {
+			t.Fatalf("epoch cache %v, was %v", got, before)
+		}
+		h2.changeLeader("t", 0, 1)
+		h2.changeLeader("t", 0, 1)
+		h2.changeLeader("t", 0, 1) // epoch 3: new, starts at 5
+		if got := l.EpochEntries(); len(got) != len(before)+1 || got[len(got)-1] != [2]int64{3, 5} {
+			t.Fatalf("epoch cache after a new epoch %v", got)
+		}
+		if p := h2.produce("t", 0, batch(1, "c")); p.ErrorCode != 0 || p.BaseOffset != 5 {
+			t.Fatalf("produce %+v", p)
+		}
+	})
+}
+
+func flatten(es [][2]int64) []int64 {
+	var out []int64
+	for _, e := range es {
+		out = append(out, e[0], e[1])
+	}
+	return out
 }
