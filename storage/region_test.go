@@ -19,14 +19,14 @@ import (
 func writeSampleLog(t *testing.T, dir string) *testLog {
 	clk := newClock()
 	cfg := DefaultConfig()
-	cfg.SegmentBytes = 16 << 10
+	cfg.SegmentBytes = 6 << 10
 	cfg.IndexIntervalBytes = 1024
 	l := openTest(t, vfs.Default, clk, cfg, func(o *LogOptions) { o.Dir = dir; o.TopicID = [16]byte{9, 8, 7} })
-	for i := 0; i < 300; i++ {
+	for i := 0; i < 120; i++ {
 		c := codecs[i%len(codecs)]
 		b := BuildBatch(BatchOptions{Compression: c, Producer: &BatchProducer{ID: 1000, Epoch: 0, BaseSequence: int32(i * 4)}},
 			recs(clk.Ms()+int64(i), 4, "d")...)
-		mustAppend(t, l.Log, b, int32(i/100))
+		mustAppend(t, l.Log, b, int32(i/40))
 	}
 	return l
 }

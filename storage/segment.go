@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -181,12 +182,17 @@ func (s *segment) readLargestTimestamp() error {
 
 var errTorn = errors.New("torn batch at the end of the segment")
 
+// windowPool holds the read-ahead buffers of scan.
+var windowPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
 // scan calls fn with every batch header from pos up to end (positions of batch
 // starts); fn returns false to stop. It checks framing only, not CRCs. A batch that
 // does not fit before end returns errTorn.
 func (s *segment) scan(pos, end int64, fn func(h BatchHeader, pos int64) bool) error {
 	var buf [BatchHeaderSize]byte
-	window := make([]byte, 0, 32<<10)
+	wb := windowPool.Get().(*[]byte)
+	defer windowPool.Put(wb)
+	window := (*wb)[:0]
 	var wpos int64 // file position of window[0]
 	for pos < end {
 		if end-pos < BatchHeaderSize {
