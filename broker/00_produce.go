@@ -18,7 +18,10 @@ package broker
 //   - acks=0: no response; any partition error closes the connection, as
 //     Kafka does so the producer notices.
 //   - Transactional batches without a transactional id answer
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition.
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition; with one,
+//     INVALID_TXN_STATE (Kafka's answer when the coordinator has not seen the
+//     partition added to the transaction; there is no transaction
+//     coordinator yet).
 //
 // Version notes:
 //   - v3: transactional id; magic 2 only

@@ -80,9 +80,18 @@ func (p *Partition) checkEpoch(current int32, requireLeader bool) error {
 	return nil
 }
 
-// lastStableOffset is the LSO: the high watermark while there are no
-// transactions. p.mu must be held.
-func (p *Partition) lastStableOffset() int64 { return p.hw.Load() }
+// lastStableOffset is the LSO (UnifiedLog.lastStableOffset): the first
+// offset of the oldest open transaction if it is below the high watermark,
+// else the high watermark. p.mu must be held.
+func (p *Partition) lastStableOffset() int64 {
+	hw := p.hw.Load()
+	if p.log != nil {
+		if fuo := p.log.FirstUnstableOffset(); fuo >= 0 && fuo < hw {
+			return fuo
+		}
+	}
+	return hw
+}
 
 // maybeIncrementHW moves the high watermark to the smallest log end offset
 // in the ISR (never backwards, never past the leader's LEO) and reports

@@ -68,8 +68,16 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 
 	// Transactional batches need a transactional id (KafkaApis answers
-	// every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
-	txnFail := req.TransactionID == nil && hasTransactionalRecords(req)
+	// every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). With one,
+	// Kafka verifies with the transaction coordinator that the partition was
+	// added to the transaction (KIP-890) and answers INVALID_TXN_STATE when
+	// it was not; there is no coordinator yet, so no transaction has any
+	// partition.
+	txnFail := hasTransactionalRecords(req)
+	txnErr := kerr.InvalidTxnState
+	if req.TransactionID == nil {
+		txnErr = kerr.TransactionalIDAuthorizationFailed
+	}
 
 	var parts []*producePartition
 	for i := range req.Topics {
@@ -99,8 +107,8 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 				}
 			}
 			switch {
-			case txnFail:
-				fail(kerr.TransactionalIDAuthorizationFailed)
+			case txnFail && (req.TransactionID == nil || known && rm.knowsPartition(name, rp.Partition)):
+				fail(txnErr)
 				continue
 			case !known:
 				fail(kerr.UnknownTopicID)
