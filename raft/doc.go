@@ -73,7 +73,8 @@
 //	control.go      control record types (kmsg misnames type 2)
 //	batch.go        raft batch codec (magic 2) and listener Batch decoding
 //	quorumstate.go  the quorum-state file (FileQuorumStateStore)
-//	log.go          LogStore, the metadata log interface, and its file implementation
+//	log.go          LogStore: what the node needs of the metadata log
+//	storagelog.go   LogStore over storage.Log (segments, indexes, leader-epoch-checkpoint)
 //	node.go         Node: configuration, the Ready loop, Append, Close
 //	rpc.go          kmsg <-> Message, request validation, DescribeQuorum
 //	listeners.go    Register and the per-listener delivery goroutines
@@ -81,7 +82,8 @@
 //
 // # On disk: <metadata.log.dir>/__cluster_metadata-0/
 //
-//	00000000000000000000.log  raft batches (see batch.go)
+//	00000000000000000000.log  raft batches (see batch.go), with .index/.timeindex
+//	leader-epoch-checkpoint   epoch start offsets
 //	quorum-state              {"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,
 //	                           "appliedOffset":0,"currentVoters":[{"voterId":1}],"data_version":0}
 //

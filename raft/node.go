@@ -176,11 +176,11 @@ func (n *Node) Start() error {
 		if err := n.cfg.FS.MkdirAll(partitionDir(n.cfg.MetadataLogDir), 0o755); err != nil {
 			return err
 		}
-		fl, err := openFileLog(n.cfg.FS, partitionDir(n.cfg.MetadataLogDir))
+		sl, err := openStorageLog(n.cfg.FS, partitionDir(n.cfg.MetadataLogDir), n.cfg.Now, n.cfg.Logger)
 		if err != nil {
 			return err
 		}
-		store = fl
+		store = sl
 	}
 	hs, _, err := n.qs.read()
 	if err != nil {

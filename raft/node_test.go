@@ -121,6 +121,24 @@ func testSingleVoter(t *testing.T, fs vfs.FS, dir string) {
 		t.Fatalf("quorum-state %s", qs)
 	}
 
+	// Kafka's layout of __cluster_metadata-0.
+	ents, err := fs.ReadDir(filepath.Join(dir, "__cluster_metadata-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	for _, want := range []string{"00000000000000000000.log", "00000000000000000000.index", "leader-epoch-checkpoint", "quorum-state"} {
+		if !names[want] {
+			t.Errorf("no %s in %v", want, names)
+		}
+	}
+	if lec, err := vfs.ReadFile(fs, filepath.Join(dir, "__cluster_metadata-0", "leader-epoch-checkpoint")); err != nil || string(lec) != "0\n1\n1 0\n" {
+		t.Errorf("leader-epoch-checkpoint %q %v", lec, err)
+	}
+
 	// Restart: epoch 2, the committed log is re-delivered.
 	n2, err := NewNode(singleVoterConfig(fs, dir))
 	if err != nil {

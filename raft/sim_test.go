@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var simSeeds = flag.Int("sim.seeds", 20, "seeds per simulation configuration")
+var simSeeds = flag.Int("sim.seeds", 0, "seeds per simulation configuration (default 20, 4 under -race)")
 
 // simulate runs a randomized cluster for duration ms with faults, checking
 // the invariants after every step, then heals everything and checks that the
@@ -128,7 +128,14 @@ func TestSimulation(t *testing.T) {
 		{"5voters-faults", []int32{1, 2, 3, 4, 5}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for seed := int64(1); seed <= int64(*simSeeds); seed++ {
+			seeds := *simSeeds
+			if seeds == 0 {
+				seeds = 20
+				if raceEnabled {
+					seeds = 4
+				}
+			}
+			for seed := int64(1); seed <= int64(seeds); seed++ {
 				t.Run(fmt.Sprint(seed), func(t *testing.T) {
 					simulate(t, seed, tc.voters, tc.observers, tc.faults, 20000)
 				})
