@@ -313,6 +313,10 @@ func (rm *ReplicaManager) read(params fetchParams, fp fetchPart, limit int32, mi
 		rm.fillFetchLeader(params, r)
 		return r
 	}
+	if fp.topicID != ([16]byte{}) && params.version >= 13 && fp.topicID != p.topicID {
+		// A session's topic id whose name now belongs to a recreated topic.
+		return errResult(fp, kerr.InconsistentTopicID.Code)
+	}
 	r, follower := p.read(params, fp, min(fp.maxBytes, limit), minOne)
 	if r.errCode != 0 {
 		rm.fillFetchLeader(params, r)
