@@ -237,12 +237,9 @@ func (l *Log) maybeRoll(size, maxTs, first, last int64, cfg Config, nowMs int64)
 func (l *Log) rollLocked(newBase int64, cfg Config, nowMs int64) error {
 	old := l.active()
 	if old.size == 0 {
-		// an empty active segment is replaced
-		old.closeFiles()
-		if err := old.removeFiles(); err != nil {
-			return err
-		}
+		// an empty active segment is replaced (closed later: a flush may hold it)
 		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
+		l.bury([]*segment{old})
 	} else if err := old.onBecomeInactive(); err != nil {
 		return err
 	}

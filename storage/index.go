@@ -179,7 +179,8 @@ func loadTimeIndex(f vfs.File, base int64, maxEntries int, nextOffset int64) (*t
 	return ix, ok, nil
 }
 
-func (ix *timeIndex) isFull() bool { return len(ix.entries) >= ix.maxEntries }
+// isFull keeps the last slot for the entry written on roll or close (TimeIndex.isFull).
+func (ix *timeIndex) isFull() bool { return len(ix.entries) >= ix.maxEntries-1 }
 
 // last returns the last entry, or (NoTimestamp, base) when there is none.
 func (ix *timeIndex) last() (int64, int64) {
@@ -206,11 +207,8 @@ func (ix *timeIndex) maybeAppend(ts, off int64, skipFullCheck bool) error {
 	if ts <= lts {
 		return nil
 	}
-	if skipFullCheck && ix.isFull() {
-		// Kafka's mmap has room for the last entry only when the index is not full;
-		// keep the file valid by replacing the last entry's slot (never happens with
-		// the roll-on-full rule unless maxEntries is tiny).
-		return nil
+	if len(ix.entries) >= ix.maxEntries {
+		return nil // no room at all (a one-entry index)
 	}
 	var b [timeIndexEntrySize]byte
 	binary.BigEndian.PutUint64(b[:], uint64(ts))

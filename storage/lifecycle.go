@@ -227,7 +227,8 @@ func (l *Log) DeleteOldSegments() (int, error) {
 			byTime = now-s.createdMs > cfg.RetentionMs
 		}
 		bySize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
-		if !byTime && !bySize {
+		byStart := l.mu.segments[n+1].base <= l.mu.logStartOffset // DeleteRecords / checkpoint
+		if !byTime && !bySize && !byStart {
 			break
 		}
 		total -= s.size
@@ -237,17 +238,23 @@ func (l *Log) DeleteOldSegments() (int, error) {
 		return 0, nil
 	}
 	newStart := l.mu.segments[n].base
+	return n, l.advanceStartLocked(newStart)
+}
+
+// advanceStartLocked moves the log start offset up to newStart (if higher) and
+// deletes the segments wholly below the log start offset. l.mu must be held.
+func (l *Log) advanceStartLocked(newStart int64) error {
 	if newStart > l.mu.logStartOffset {
 		l.mu.logStartOffset = newStart
 		if l.mu.epochs.truncateFromStart(newStart) {
 			if err := l.mu.epochs.flush(); err != nil {
-				return 0, err
+				return err
 			}
 		}
 	}
-	l.deleteSegmentsBelowLocked(newStart)
-	l.logger.Info("deleted segments by retention", zap.Int("segments", n), zap.Int64("logStartOffset", newStart))
-	return n, nil
+	l.deleteSegmentsBelowLocked(l.mu.logStartOffset)
+	l.logger.Info("deleted segments", zap.Int64("logStartOffset", l.mu.logStartOffset))
+	return nil
 }
 
 // Maintain does periodic housekeeping: closes removed segment files whose delay has
