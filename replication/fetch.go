@@ -171,7 +171,7 @@ func (rm *ReplicaManager) Fetch(ctx context.Context, req *kmsg.FetchRequest) *Fe
 	var erroneous []*partResult
 	for _, fp := range fc.parts {
 		switch {
-		case fp.topic == "":
+		case fp.topic == "" && req.Version >= 13:
 			erroneous = append(erroneous, errResult(fp, kerr.UnknownTopicID.Code))
 		case !rm.knowsPartition(fp.topic, fp.partition):
 			erroneous = append(erroneous, errResult(fp, kerr.UnknownTopicOrPartition.Code))
