@@ -147,8 +147,8 @@ func TestRandomRequestsNeverPanic(t *testing.T) {
 // checkStateMatchesImage: the controller's replayed state and the metadata
 // image agree.
 func checkStateMatchesImage(t *testing.T, c *Controller) {
-	img := c.Image()
 	c.view(func(s *state) {
+		img := c.Image() // the listener updates both under stateMu
 		if len(img.TopicNames()) != len(s.topicsByName) {
 			t.Fatalf("image has %d topics, state %d", len(img.TopicNames()), len(s.topicsByName))
 		}
