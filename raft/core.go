@@ -7,18 +7,18 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Kafka error codes the core answers with.
-const (
+var (
 	errNone                 int16 = 0
-	errNotLeaderOrFollower  int16 = 6
-	errInvalidRequest       int16 = 42
-	errFencedLeaderEpoch    int16 = 74
-	errUnknownLeaderEpoch   int16 = 75
-	errInconsistentVoterSet int16 = 86
-	errInconsistentCluster  int16 = 104
+	errNotLeaderOrFollower        = kerr.NotLeaderForPartition.Code
+	errInvalidRequest             = kerr.InvalidRequest.Code
+	errFencedLeaderEpoch          = kerr.FencedLeaderEpoch.Code
+	errUnknownLeaderEpoch         = kerr.UnknownLeaderEpoch.Code
+	errInconsistentVoterSet       = kerr.InconsistentVoterSet.Code
 )
 
 // ErrNotLeader is returned by Propose/Append when this replica is not the leader.
