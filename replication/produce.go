@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +43,9 @@ func errorMessage(err error) *string {
 		return nil
 	}
 	s := err.Error()
+	if ke != nil {
+		s = strings.TrimPrefix(s, ke.Error()+": ")
+	}
 	return &s
 }
 

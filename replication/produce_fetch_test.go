@@ -496,3 +496,22 @@ func flatten(es [][2]int64) []int64 {
 	}
 	return out
 }
+
+func TestProduceErrorMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.createTopic("small", 1, []int32{1}, 1, nil, map[string]string{"max.message.bytes": "100"})
+		p := h.produce("small", 0, batch(5, "xxxxxxxxxxxxxxxxxxxx"))
+		if p.ErrorCode != kerr.MessageTooLarge.Code || p.ErrorMessage == nil || strings.HasPrefix(*p.ErrorMessage, "MESSAGE_TOO_LARGE") ||
+			!strings.Contains(*p.ErrorMessage, "max.message.bytes") {
+			t.Fatalf("answer %+v (message %q)", p, deref(p.ErrorMessage))
+		}
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
