@@ -82,7 +82,8 @@ type Config struct {
 	// (DefaultBootstrapFeatures when nil). metadata.version must be among them.
 	BootstrapFeatures []Feature
 
-	// Rand seeds replica placement and topic ids (random when nil). Tests only.
+	// Rand drives replica placement (random when nil); topic ids always come
+	// from crypto/rand. For tests.
 	Rand *rand.Rand
 }
 
