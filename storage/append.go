@@ -200,7 +200,7 @@ func (l *Log) appendLocked(records []byte, v *validated, cfg Config, nowMs int64
 		return err
 	}
 	l.mu.leo = last + 1
-	return nil
+	return l.checkInvariants()
 }
 
 // maybeRoll rolls the active segment like UnifiedLog.maybeRoll / LogSegment.shouldRoll:

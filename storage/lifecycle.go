@@ -62,7 +62,10 @@ func (l *Log) Truncate(offset int64) error {
 			return err
 		}
 	}
-	return l.rebuildProducerState()
+	if err := l.rebuildProducerState(); err != nil {
+		return err
+	}
+	return l.checkInvariants()
 }
 
 func (l *Log) replaceActiveLocked(base int64) error {

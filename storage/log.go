@@ -363,7 +363,10 @@ func (l *Log) loadSegments(o LogOptions) error {
 			return err
 		}
 	}
-	return l.rebuildProducerState()
+	if err := l.rebuildProducerState(); err != nil {
+		return err
+	}
+	return l.checkInvariants()
 }
 
 func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
