@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
@@ -88,7 +90,7 @@ func newTestCluster(t *testing.T, ids ...int32) *testCluster {
 }
 
 func (c *testCluster) start(id int32) {
-	n, err := NewNode(Config{NodeID: id, Voters: c.voters, ClusterID: "cid", MetadataLogDir: "/meta", FS: c.fs[id],
+	n, err := NewNode(Config{NodeID: id, Voters: c.voters, Logger: testLogger(c.t), ClusterID: "cid", MetadataLogDir: "/meta", FS: c.fs[id],
 		Rand:            rand.New(rand.NewSource(int64(id))),
 		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond,
 		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, TickInterval: 5 * time.Millisecond,
@@ -276,5 +278,33 @@ func TestNodeThreeVoters(t *testing.T) {
 		for id := range c.nodes {
 			waitValues(t, c.lst[id], []string{"a", "b", "c", "d", "e"})
 		}
+
+		// An observer (a broker: not a voter) finds the leader and replicates.
+		c.fs[4] = vfs.NewMem()
+		c.start(4)
+		waitValues(t, c.lst[4], []string{"a", "b", "c", "d", "e"})
+		if st := c.nodes[4].Status(); st.Role != RoleFollower || st.LeaderID != l4.cfg.NodeID {
+			t.Fatalf("observer %+v", st)
+		}
+		if _, err := c.nodes[4].Append(ctx, records("x")); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("observer append: %v", err)
+		}
+		time.Sleep(time.Second)
+		resp, err = l4.HandleRequest(ctx, &kmsg.DescribeQuorumRequest{Version: 2, Topics: []kmsg.DescribeQuorumRequestTopic{{
+			Topic: MetadataTopic, Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = resp.(*kmsg.DescribeQuorumResponse).Topics[0].Partitions[0]
+		if len(p.Observers) != 1 || p.Observers[0].ReplicaID != 4 || p.Observers[0].LogEndOffset != p.HighWatermark {
+			t.Fatalf("observers %+v hw %d", p.Observers, p.HighWatermark)
+		}
 	})
+}
+
+func testLogger(t *testing.T) *zap.Logger {
+	if debugNet {
+		return zaptest.NewLogger(t)
+	}
+	return zap.NewNop()
 }
