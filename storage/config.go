@@ -36,6 +36,53 @@ type Config struct {
 	ProducerIDExpirationMs int64
 }
 
+// normalized replaces zero values that are invalid or surely unintended (a partly
+// filled Config literal) with Kafka's defaults: SegmentBytes, SegmentMs,
+// SegmentIndexBytes, MaxMessageBytes, FlushMessages, RetentionMs,
+// MessageTimestampBeforeMaxMs/AfterMaxMs, ProducerIDExpirationMs and the string
+// settings. ConfigFromMap turns an explicit 0 for retention.ms and the timestamp
+// bounds into 1 ms so that it survives this.
+func (c Config) normalized() Config {
+	d := DefaultConfig()
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	if c.SegmentIndexBytes < 8 {
+		c.SegmentIndexBytes = d.SegmentIndexBytes
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.FlushMessages <= 0 {
+		c.FlushMessages = d.FlushMessages
+	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = d.RetentionMs
+	}
+	if c.MessageTimestampBeforeMaxMs <= 0 {
+		c.MessageTimestampBeforeMaxMs = d.MessageTimestampBeforeMaxMs
+	}
+	if c.MessageTimestampAfterMaxMs <= 0 {
+		c.MessageTimestampAfterMaxMs = d.MessageTimestampAfterMaxMs
+	}
+	if c.ProducerIDExpirationMs <= 0 {
+		c.ProducerIDExpirationMs = d.ProducerIDExpirationMs
+	}
+	if c.MessageTimestampType == "" {
+		c.MessageTimestampType = d.MessageTimestampType
+	}
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = d.CleanupPolicy
+	}
+	if c.CompressionType == "" {
+		c.CompressionType = d.CompressionType
+	}
+	return c
+}
+
 // Timestamp types.
 const (
 	TimestampCreateTime    = "CreateTime"
@@ -136,6 +183,9 @@ func (c *Config) set(k, v string) error {
 		i64(&c.FlushMs, 0, math.MaxInt64)
 	case "retention.ms":
 		i64(&c.RetentionMs, -1, math.MaxInt64)
+		if c.RetentionMs == 0 {
+			c.RetentionMs = 1 // 0 is "default" in a Config literal
+		}
 	case "retention.bytes":
 		i64(&c.RetentionBytes, math.MinInt64, math.MaxInt64)
 	case "max.message.bytes":
@@ -146,8 +196,10 @@ func (c *Config) set(k, v string) error {
 		i32(&c.MinInSyncReplicas, 1)
 	case "message.timestamp.before.max.ms":
 		i64(&c.MessageTimestampBeforeMaxMs, 0, math.MaxInt64)
+		c.MessageTimestampBeforeMaxMs = max(c.MessageTimestampBeforeMaxMs, 1)
 	case "message.timestamp.after.max.ms":
 		i64(&c.MessageTimestampAfterMaxMs, 0, math.MaxInt64)
+		c.MessageTimestampAfterMaxMs = max(c.MessageTimestampAfterMaxMs, 1)
 	case "message.timestamp.type":
 		switch v {
 		case TimestampCreateTime, TimestampLogAppendTime:

@@ -49,7 +49,8 @@ func ParseTopicPartition(dir string) (TopicPartition, error) {
 	return TopicPartition{Topic: dir[:i], Partition: int32(p)}, nil
 }
 
-// LogOptions configure OpenLog.
+// LogOptions configure OpenLog. Zero Config fields that cannot be meant take Kafka's
+// defaults (see Config.normalized): a zero Config is DefaultConfig().
 type LogOptions struct {
 	FS     vfs.FS // default vfs.Default
 	Dir    string // the partition directory, created if missing
@@ -164,9 +165,7 @@ func OpenLog(o LogOptions) (*Log, error) {
 	if o.Rand == nil {
 		o.Rand = func(n int64) int64 { return rand.Int64N(n) }
 	}
-	if o.Config.SegmentBytes == 0 {
-		o.Config = DefaultConfig()
-	}
+	o.Config = o.Config.normalized()
 	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand,
 		logger: o.Logger.With(zap.String("dir", filepath.Base(o.Dir)))}
 	l.mu.cfg = o.Config
@@ -464,7 +463,7 @@ func (l *Log) Config() Config {
 // SetConfig changes the config (topic config change); it applies to later appends.
 func (l *Log) SetConfig(cfg Config) {
 	l.mu.Lock()
-	l.mu.cfg = cfg
+	l.mu.cfg = cfg.normalized()
 	l.mu.Unlock()
 }
 

@@ -95,9 +95,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	if o.Config.SegmentBytes == 0 {
-		o.Config = DefaultConfig()
-	}
+	o.Config = o.Config.normalized()
 	def := func(v *int64, d int64) {
 		if *v <= 0 {
 			*v = d
