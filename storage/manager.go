@@ -587,3 +587,33 @@ func (m *Manager) Close() error {
 	}
 	return nil
 }
+
+// ReplicationOffsetCheckpointFile is the high watermark checkpoint the replica
+// manager keeps in each log dir (ReplicaManager.scala); same format as the others.
+const ReplicationOffsetCheckpointFile = "replication-offset-checkpoint"
+
+// ReadOffsetCheckpointFile reads a "<topic> <partition> <offset>" checkpoint
+// (version 0). A missing file is an empty map.
+func ReadOffsetCheckpointFile(fs vfs.FS, path string) (map[TopicPartition]int64, error) {
+	return readOffsetCheckpoint(fs, path)
+}
+
+// WriteOffsetCheckpointFile writes a "<topic> <partition> <offset>" checkpoint
+// atomically (tmp file, fsync, rename, directory fsync).
+func WriteOffsetCheckpointFile(fs vfs.FS, path string, offsets map[TopicPartition]int64) error {
+	return writeOffsetCheckpoint(fs, path, offsets)
+}
+
+// LogDirOf returns the log dir holding tp's log.
+func (m *Manager) LogDirOf(tp TopicPartition) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ml, ok := m.mu.logs[tp]
+	if !ok {
+		return "", false
+	}
+	return ml.dir, true
+}
+
+// FS returns the file system the Manager works on.
+func (m *Manager) FS() vfs.FS { return m.o.FS }
