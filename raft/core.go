@@ -172,8 +172,10 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		return nil, errors.New("raft: no voters")
 	}
 	c.isVoter = slices.Contains(c.voters, c.id)
-	if c.epochs.latest() > c.epoch {
-		return nil, fmt.Errorf("raft: log has epoch %d newer than quorum-state epoch %d", c.epochs.latest(), c.epoch)
+	if le := c.epochs.latest(); le > c.epoch {
+		// The quorum-state file is older than the log (lost or replaced):
+		// start unattached in the log's epoch (QuorumState.initialize).
+		c.epoch, c.leader, c.votedID, c.hsDirty = le, NoLeader, NoLeader, true
 	}
 	switch {
 	case c.leader == c.id && c.id >= 0:
@@ -279,8 +281,8 @@ func (c *Core) newID() uint64 {
 
 func (c *Core) send(m Message) {
 	m.From = c.id
-	if m.ReadFrom == 0 && m.Type != MsgFetchResp {
-		m.ReadFrom = -1
+	if m.Type != MsgFetchResp {
+		m.ReadFrom, m.ReadTo = -1, -1
 	}
 	c.msgs = append(c.msgs, m)
 }

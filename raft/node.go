@@ -385,6 +385,7 @@ func (n *Node) Append(ctx context.Context, records [][]byte) (int64, error) {
 		n.mu.Unlock()
 		return -1, err
 	}
+	n.fail(n.core.Tick(n.nowMs())) // the batch's append time is now
 	_, last, err := n.core.Propose(records)
 	if errors.Is(err, ErrNotLeader) {
 		le := n.core.LeaderAndEpoch()

@@ -197,6 +197,7 @@ func (n *Node) HandleRequest(ctx context.Context, req kmsg.Request) (kmsg.Respon
 	m.ID = n.nextIn
 	m.To = n.cfg.NodeID
 	n.waiters[m.ID] = ch
+	n.fail(n.core.Tick(n.nowMs()))
 	n.fail(n.core.Step(m))
 	n.fail(n.processReadyLocked())
 	n.mu.Unlock()
@@ -341,7 +342,7 @@ func (n *Node) toKmsgResponse(req kmsg.Request, m Message) kmsg.Response {
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic, t.TopicID = MetadataTopic, MetadataTopicID
 		p := kmsg.NewFetchResponseTopicPartition()
-		p.ErrorCode, p.HighWatermark = m.Error, max(m.HighWatermark, 0)
+		p.ErrorCode, p.HighWatermark = m.Error, m.HighWatermark
 		p.LastStableOffset, p.LogStartOffset = -1, 0
 		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = m.LeaderID, m.Epoch
 		if m.Diverging != nil {
@@ -407,7 +408,11 @@ func (n *Node) describeQuorum(r *kmsg.DescribeQuorumRequest) kmsg.Response {
 		x.LastFetchTimestamp, x.LastCaughtUpTimestamp = rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp
 		return x
 	}
+	now := n.nowMs()
 	for _, v := range st.Voters {
+		if v.ReplicaID == n.cfg.NodeID {
+			v.LastFetchTimestamp, v.LastCaughtUpTimestamp = now, now
+		}
 		p.CurrentVoters = append(p.CurrentVoters, conv(v))
 	}
 	for _, o := range st.Observers {
