@@ -246,7 +246,7 @@ func (l *Log) rollLocked(newBase int64, cfg Config, nowMs int64) error {
 	if err := writeSnapshot(l.fs, l.dir, newBase, l.mu.producers); err != nil {
 		return err
 	}
-	s, err := createSegment(l.fs, l.dir, newBase, cfg, nowMs, l.jitter(cfg))
+	s, err := l.newSegment(newBase, cfg, nowMs, l.jitter(cfg))
 	if err != nil {
 		return err
 	}
@@ -370,6 +370,8 @@ func (l *Log) flushToLocked(target int64) error {
 	}
 	upTo := l.mu.leo // flush everything written so far: serves every waiter
 	rp := l.mu.recoveryPoint
+	dirGen := l.mu.dirGen
+	syncDir := dirGen != l.mu.dirSynced
 	var segs []*segment
 	for i, s := range l.mu.segments {
 		if i+1 < len(l.mu.segments) && l.mu.segments[i+1].base <= rp {
@@ -384,7 +386,14 @@ func (l *Log) flushToLocked(target int64) error {
 			return err
 		}
 	}
+	if syncDir {
+		// new segment files must survive a crash too (LocalLog.flush flushes the dir)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
 	l.mu.Lock()
+	l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
 	if upTo > l.mu.recoveryPoint && upTo <= l.mu.leo {
 		l.mu.recoveryPoint = upTo
 	}

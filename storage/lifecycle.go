@@ -72,7 +72,7 @@ func (l *Log) replaceActiveLocked(base int64) error {
 	old := l.active()
 	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 	l.bury([]*segment{old})
-	s, err := createSegment(l.fs, l.dir, base, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
+	s, err := l.newSegment(base, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	old := l.mu.segments
 	l.mu.segments = nil
 	l.bury(old)
-	s, err := createSegment(l.fs, l.dir, offset, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
+	s, err := l.newSegment(offset, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
 	if err != nil {
 		return err
 	}
@@ -343,6 +343,9 @@ func (l *Log) Close() error {
 		if serr := s.sync(); serr != nil && err == nil {
 			err = serr
 		}
+	}
+	if err == nil && l.mu.dirGen != l.mu.dirSynced {
+		err = l.fs.SyncDir(l.dir)
 	}
 	if err == nil {
 		l.mu.recoveryPoint = l.mu.leo

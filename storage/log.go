@@ -132,6 +132,8 @@ type Log struct {
 		topicID        [16]byte
 		closed         bool
 		graveyard      []graveSegment // removed segments whose files close later
+		dirGen         int64          // bumped when a segment file is created
+		dirSynced      int64          // dirGen covered by the last directory fsync
 	}
 }
 
@@ -317,7 +319,7 @@ func (l *Log) loadSegments(o LogOptions) error {
 			if err := removeSnapshot(l.fs, l.dir, last.base); err != nil {
 				return err
 			}
-			s, err := createSegment(l.fs, l.dir, prev.nextOffset, cfg, nowMs, 0)
+			s, err := l.newSegment(prev.nextOffset, cfg, nowMs, 0)
 			if err != nil {
 				return err
 			}
@@ -325,7 +327,7 @@ func (l *Log) loadSegments(o LogOptions) error {
 		}
 	}
 	if len(l.mu.segments) == 0 {
-		s, err := createSegment(l.fs, l.dir, max(o.LogStartOffset, 0), cfg, nowMs, l.jitter(cfg))
+		s, err := l.newSegment(max(o.LogStartOffset, 0), cfg, nowMs, l.jitter(cfg))
 		if err != nil {
 			return err
 		}
@@ -366,6 +368,16 @@ func (l *Log) loadSegments(o LogOptions) error {
 		return err
 	}
 	return l.checkInvariants()
+}
+
+// newSegment creates a segment; the directory then needs an fsync (done by the next
+// flush). l.mu must be held (or the log not yet shared).
+func (l *Log) newSegment(base int64, cfg Config, nowMs, jitter int64) (*segment, error) {
+	s, err := createSegment(l.fs, l.dir, base, cfg, nowMs, jitter)
+	if err == nil {
+		l.mu.dirGen++
+	}
+	return s, err
 }
 
 func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }

@@ -26,6 +26,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	if l.mu.closed {
 		return ReadInfo{}, ErrClosed
 	}
+	maxBytes = max(maxBytes, 0)
 	ri := ReadInfo{FirstBatchOffset: offset, LogStartOffset: l.mu.logStartOffset, LogEndOffset: l.mu.leo}
 	if offset < l.mu.logStartOffset || offset > l.mu.leo {
 		return ri, fmt.Errorf("%w: offset %d is out of range [%d, %d] in %s", kerr.OffsetOutOfRange,
