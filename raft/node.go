@@ -59,6 +59,10 @@ type Config struct {
 	Log LogStore
 }
 
+// ErrBatchTooLarge is returned by Append for a batch over 8 MiB
+// (KafkaRaftClient's MAX_BATCH_SIZE_BYTES).
+var ErrBatchTooLarge = errors.New("raft: batch larger than 8 MiB")
+
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("raft: node closed")
 
@@ -380,6 +384,13 @@ func (n *Node) stepLocked(m Message) {
 // offset. A NotLeaderError (errors.Is ErrNotLeader) names the current leader;
 // when leadership is lost before commit the batch may still commit later.
 func (n *Node) Append(ctx context.Context, records [][]byte) (int64, error) {
+	size := batchHeaderSize
+	for _, r := range records {
+		size += len(r) + 32 // record framing, generously
+	}
+	if size > maxBatchBytes {
+		return -1, ErrBatchTooLarge
+	}
 	n.mu.Lock()
 	if err := n.usableLocked(); err != nil {
 		n.mu.Unlock()
