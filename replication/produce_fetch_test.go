@@ -515,3 +515,43 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// KIP-320: a last fetched epoch that the log ended earlier answers with the
+// diverging epoch and its end offset instead of records.
+func TestFetchDivergingEpoch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.createTopic("t", 1, []int32{1}, 1, nil, nil)
+		h.produce("t", 0, batch(3, "a")) // epoch 0: [0, 3)
+		h.changeLeader("t", 0, 1)
+		h.changeLeader("t", 0, 1)
+		h.produce("t", 0, batch(2, "b")) // epoch 2: [3, 5)
+		fetch := func(offset int64, lastEpoch int32) kmsg.FetchResponseTopicPartition {
+			req := fetchReq(12, 0, 1, 1<<20, fetchPartSpec{topic: "t", offset: offset, epoch: 2})
+			req.Topics[0].Partitions[0].LastFetchedEpoch = lastEpoch
+			return h.fetch(req).Topics[0].Partitions[0]
+		}
+		for _, c := range []struct {
+			offset     int64
+			lastEpoch  int32
+			divergeEp  int32
+			divergeEnd int64
+		}{
+			{4, 1, 0, 3},   // epoch 1 never had data: it ends where epoch 0 does
+			{4, 0, 0, 3},   // epoch 0 ended at 3, before the fetch offset
+			{3, 0, -1, -1}, // consistent: records
+			{4, 2, -1, -1},
+		} {
+			p := fetch(c.offset, c.lastEpoch)
+			if p.ErrorCode != 0 || p.DivergingEpoch.Epoch != c.divergeEp || p.DivergingEpoch.EndOffset != c.divergeEnd {
+				t.Errorf("offset %d last epoch %d: %+v", c.offset, c.lastEpoch, p)
+			}
+			if c.divergeEp >= 0 && len(p.RecordBatches) != 0 {
+				t.Errorf("offset %d: records with a diverging epoch", c.offset)
+			}
+			if c.divergeEp < 0 && len(p.RecordBatches) == 0 {
+				t.Errorf("offset %d: no records", c.offset)
+			}
+		}
+	})
+}
