@@ -66,3 +66,10 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkAppendOSGzip(b *testing.B) {
+	benchAppend(b, vfs.Default, filepath.Join(b.TempDir(), "t-0"), CompressionGzip, math.MaxInt64)
+}
+func BenchmarkAppendOSSnappy(b *testing.B) {
+	benchAppend(b, vfs.Default, filepath.Join(b.TempDir(), "t-0"), CompressionSnappy, math.MaxInt64)
+}

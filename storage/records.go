@@ -240,6 +240,11 @@ func readAllLimited(dst []byte, r io.Reader) ([]byte, error) {
 	}
 }
 
+var (
+	gzipReaders sync.Pool // *gzip.Reader
+	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+)
+
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 var zstdDec = sync.OnceValue(func() *zstd.Decoder {
@@ -271,11 +276,17 @@ func snappyBlock(dst, src []byte) ([]byte, error) {
 func decompress(dst []byte, c Compression, src []byte) ([]byte, error) {
 	switch c {
 	case CompressionGzip:
-		zr, err := gzip.NewReader(bytes.NewReader(src))
+		zr, _ := gzipReaders.Get().(*gzip.Reader)
+		var err error
+		if zr == nil {
+			zr, err = gzip.NewReader(bytes.NewReader(src))
+		} else {
+			err = zr.Reset(bytes.NewReader(src))
+		}
 		if err != nil {
 			return dst, err
 		}
-		defer zr.Close()
+		defer gzipReaders.Put(zr)
 		return readAllLimited(dst, zr)
 	case CompressionSnappy:
 		if len(src) >= 16 && bytes.HasPrefix(src, xerialMagic) {
@@ -301,37 +312,21 @@ func decompress(dst []byte, c Compression, src []byte) ([]byte, error) {
 		}
 		return snappyBlock(dst, src)
 	case CompressionLZ4:
-		return readAllLimited(dst, lz4.NewReader(bytes.NewReader(src)))
+		zr := lz4Readers.Get().(*lz4.Reader)
+		defer lz4Readers.Put(zr)
+		zr.Reset(bytes.NewReader(src))
+		return readAllLimited(dst, zr)
 	case CompressionZstd:
-		return readAllLimited(dst, &zstdStream{src: src})
+		// the decoder's max memory (MaxDecompressedBytes at first use) bounds the output
+		out, err := zstdDec().DecodeAll(src, dst)
+		if err == nil && len(out) > MaxDecompressedBytes {
+			err = errTooLarge
+		}
+		return out, err
 	case CompressionNone:
 		return append(dst, src...), nil
 	}
 	return dst, fmt.Errorf("unknown compression %d", c)
-}
-
-// zstdStream decodes with the shared decoder through a bounded reader.
-type zstdStream struct {
-	src  []byte
-	out  []byte
-	done bool
-	err  error
-}
-
-func (z *zstdStream) Read(p []byte) (int, error) {
-	if !z.done {
-		z.done = true
-		z.out, z.err = zstdDec().DecodeAll(z.src, nil)
-		if z.err != nil {
-			return 0, z.err
-		}
-	}
-	if len(z.out) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, z.out)
-	z.out = z.out[n:]
-	return n, nil
 }
 
 var zstdEnc = sync.OnceValue(func() *zstd.Encoder {
