@@ -194,6 +194,13 @@ func TestIdempotentProduce(t *testing.T) {
 		if p := h.produce("t", 0, idemBatch(1, 7, 0, 3)); p.ErrorCode != 0 || p.BaseOffset != 5 {
 			t.Fatalf("next in sequence %+v", p)
 		}
+		// A bumped epoch restarts at sequence 0; the old epoch is fenced.
+		if p := h.produce("t", 0, idemBatch(1, 7, 1, 0)); p.ErrorCode != 0 || p.BaseOffset != 6 {
+			t.Fatalf("new epoch %+v", p)
+		}
+		if p := h.produce("t", 0, idemBatch(1, 7, 0, 4)); p.ErrorCode != kerr.InvalidProducerEpoch.Code {
+			t.Fatalf("old epoch: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
 	})
 }
 
