@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,6 +105,8 @@ func (s *fetchSession) key(c *cachedPartition) sessionKey {
 // update applies a request's partitions and forgotten partitions.
 func (s *fetchSession) update(parts []fetchPart, forgotten []sessionKey) {
 	for _, p := range parts {
+		// Request strings alias the request frame: keep a copy.
+		p.topic = strings.Clone(p.topic)
 		k := keyOf(s.usesTopicIDs, p.topic, p.topicID, p.partition)
 		if e, ok := s.byKey[k]; ok {
 			c := e.Value.(*cachedPartition)
@@ -315,6 +318,8 @@ func (c *sessionCache) maybeCreate(fc *fetchContext, results []*partResult, now 
 			continue
 		}
 		cp := &cachedPartition{req: r.part, hw: r.hw, logStart: r.logStart}
+		cp.req.topic = strings.Clone(cp.req.topic) // not the request frame's
+		k = keyOf(s.usesTopicIDs, cp.req.topic, cp.req.topicID, cp.req.partition)
 		s.byKey[k] = s.order.PushBack(cp)
 	}
 	c.sessions[s.id] = s
