@@ -30,6 +30,7 @@ type harness struct {
 	// global checks
 	leaders   map[int32]int32 // epoch -> leader
 	committed []Entry         // the committed prefix, as batches
+	commitEp  []int32         // the epoch in which each committed batch was seen committed
 	commitEnd int64
 }
 
@@ -227,8 +228,15 @@ func (h *harness) invariants(n *hnode) {
 			h.t.Fatalf("two leaders in epoch %d: %d and %d", st.Epoch, l, n.id)
 		}
 		h.leaders[st.Epoch] = n.id
-		// Leader completeness: a leader holds every committed batch.
-		h.checkPrefix(n, h.commitEnd)
+		// Leader completeness: a leader of a later epoch holds every batch
+		// committed before its epoch (a stale leader may lack newer ones).
+		end := int64(0)
+		for i, ce := range h.committed {
+			if h.commitEp[i] < st.Epoch {
+				end = ce.LastOffset + 1
+			}
+		}
+		h.checkPrefix(n, end)
 	}
 	if st.HighWatermark < n.lastHW {
 		h.t.Fatalf("node %d high watermark went back from %d to %d", n.id, n.lastHW, st.HighWatermark)
@@ -240,6 +248,7 @@ func (h *harness) invariants(n *hnode) {
 		for _, e := range n.log {
 			if e.Offset >= h.commitEnd && e.LastOffset < st.HighWatermark {
 				h.committed = append(h.committed, e)
+				h.commitEp = append(h.commitEp, st.Epoch)
 				h.commitEnd = e.LastOffset + 1
 			}
 		}
