@@ -149,16 +149,6 @@ func (rm *ReplicaManager) topicNameByID(id [16]byte) (string, bool) {
 	return "", false
 }
 
-// topicIDByName returns a topic's id from the current image.
-func (rm *ReplicaManager) topicIDByName(name string) ([16]byte, bool) {
-	rm.mu.RLock()
-	defer rm.mu.RUnlock()
-	if t := rm.image.TopicByName(name); t != nil {
-		return t.ID, true
-	}
-	return [16]byte{}, false
-}
-
 // CurrentLeader returns the leader and leader epoch of a partition in the
 // current image ((-1, -1) if unknown), for KIP-951 CurrentLeader fields.
 func (rm *ReplicaManager) CurrentLeader(topic string, partition int32) (leader, epoch int32) {

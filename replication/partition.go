@@ -126,9 +126,6 @@ func (p *Partition) maybeIncrementHW() bool {
 	return true
 }
 
-// isrContains reports whether id is in the ISR. p.mu must be held.
-func (p *Partition) isrContains(id int32) bool { return slices.Contains(p.isr, id) }
-
 // Snapshot is a partition's state at one moment, for callers outside the
 // package (Metadata-like answers and tests).
 type Snapshot struct {
