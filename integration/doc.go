@@ -9,7 +9,8 @@
 //
 // Environment:
 //
-//	KGO_BROKER_BIN      broker binary to test (default: build ../bin/kgo-broker first)
+//	KGO_BROKER_BIN      broker binary to test, relative to the repository root or absolute
+//	                    (default: build bin/kgo-broker first)
 //	KGO_REQUIRE_TOOLS   if set, a missing Kafka tool install or kcat fails the tests
 //	                    instead of skipping them (scripts/test.sh sets it)
 //	KGO_CACHE           where scripts/install-tools.sh put the Kafka jars

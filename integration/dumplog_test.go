@@ -28,7 +28,10 @@ func TestDumpLog(t *testing.T) {
 	// a few segments and the closed ones have trimmed indexes.
 	createTopic(t, b, topic, 1, map[string]string{"segment.bytes": "1048576"})
 
-	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+	// Uncompressed (franz-go compresses with snappy by default), so that the
+	// bytes on disk add up to several segments.
+	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	value := bytes.Repeat([]byte("x"), 1000)
 	var recs []*kgo.Record
 	for i := 0; i < n; i++ {

@@ -45,10 +45,11 @@ func runMain(m *testing.M) int {
 	}
 	repoRoot = root
 	if bin := os.Getenv("KGO_BROKER_BIN"); bin != "" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "integration: KGO_BROKER_BIN:", err)
-			return 1
+		// go test runs in the package directory; a relative path is taken
+		// relative to the repository root, where it was most likely typed.
+		abs := bin
+		if !filepath.IsAbs(bin) {
+			abs = filepath.Join(root, bin)
 		}
 		if _, err := os.Stat(abs); err != nil {
 			fmt.Fprintln(os.Stderr, "integration: KGO_BROKER_BIN:", err)
@@ -281,8 +282,9 @@ func (b *Broker) Start() {
 	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	// The broker must not outlive the test binary.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The broker must not outlive the test binary. Its own process group lets
+	// Kill take any children with it (a wrapper script's, for instance).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	b.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -404,6 +406,7 @@ func (b *Broker) Stop(timeout time.Duration) int {
 	select {
 	case <-done:
 	case <-time.After(timeout):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
 		<-done
 		b.t.Fatalf("broker pid %d did not exit within %v of SIGTERM; killed\n%s", cmd.Process.Pid, timeout, b.LogTail(80))
@@ -418,6 +421,7 @@ func (b *Broker) Kill() {
 	if cmd == nil || isClosed(done) {
 		return
 	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the process group
 	_ = cmd.Process.Kill()
 	<-done
 }
@@ -626,7 +630,7 @@ func exitDesc(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
+			return "killed by signal " + ws.Signal().String()
 		}
 		return fmt.Sprintf("exit code %d", ee.ExitCode())
 	}
