@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/kgo-broker
 
-.PHONY: build test unit integration fuzz run clean tools
+.PHONY: build test unit integration integration-reference fuzz run clean tools
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kgo-broker
@@ -23,6 +23,13 @@ fuzz:
 
 integration: build tools
 	$(GO) test -count=1 -timeout 30m -tags integration ./integration/...
+
+# The integration suite against Apache Kafka itself (kafka.Kafka from the same jars,
+# behind kgo-broker's command line): checks the tests, not kgo-broker. Expected
+# failures: no-argument start, unknown config keys, exit code 0 on SIGTERM.
+integration-reference: tools
+	KGO_BROKER_BIN=integration/testdata/kafka-reference-broker KGO_READY_TIMEOUT=180s \
+		$(GO) test -count=1 -timeout 30m -tags integration -v ./integration/...
 
 # Installs Apache Kafka's tool jars (Maven Central, cached) and kcat.
 tools:
