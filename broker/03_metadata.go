@@ -38,10 +38,6 @@ import (
 
 func init() { regKey(3, 0, 13, onBroker, handleMetadata) }
 
-// authorizedOperationsOmitted is what Kafka puts in *AuthorizedOperations
-// when the client did not ask for them.
-const authorizedOperationsOmitted = -2147483648
-
 func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
@@ -51,7 +47,6 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 	clusterID := b.clusterID
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.liveControllerID(img)
-	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
 
 	allTopics := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if allTopics {
@@ -71,7 +66,6 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
-				mt.TopicAuthorizedOperations = authorizedOperationsOmitted
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
@@ -86,7 +80,6 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 		mt := kmsg.NewMetadataResponseTopic()
 		n := name
 		mt.Topic = &n
-		mt.TopicAuthorizedOperations = authorizedOperationsOmitted
 		switch {
 		case validateTopicName(name) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
@@ -141,7 +134,6 @@ func (b *Broker) metadataTopic(img *metadatacache.Image, t *metadatacache.Topic,
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(t.Name)
-	mt.TopicAuthorizedOperations = authorizedOperationsOmitted
 	for _, p := range t.SortedPartitions() {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.ID

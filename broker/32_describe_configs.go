@@ -146,20 +146,32 @@ func (b *Broker) brokerConfigEntries(img *metadatacache.Image, name string, r *k
 		if v, ok := clusterDefaults[k.Name]; ok {
 			synonyms = append(synonyms, config.ConfigSynonym{Name: k.Name, Value: v, Source: config.SourceDynamicDefaultBrokerConfig})
 		}
-		if name != "" {
-			synonyms = append(synonyms, b.cfg.BrokerSynonyms(k.Name)...)
-		}
-		if len(synonyms) > 0 {
-			c.Value, c.Source = strPtr(synonyms[0].Value), kmsg.ConfigSource(synonyms[0].Source)
-		} else if name == "" {
+		if name == "" {
 			// The cluster-default resource lists only what is set dynamically.
-			continue
+			if len(synonyms) == 0 {
+				continue
+			}
+			c.Value, c.Source = strPtr(synonyms[0].Value), kmsg.ConfigSource(synonyms[0].Source)
 		} else {
-			c.Source = kmsg.ConfigSource(config.SourceDefaultConfig)
+			synonyms = append(synonyms, b.cfg.BrokerSynonyms(k.Name)...)
+			// The key's own value: a dynamic one, else the static or
+			// default value of this very key (never a synonym's: Kafka
+			// reports log.retention.ms as null when only
+			// log.retention.hours is set).
+			switch {
+			case len(synonyms) > 0 && synonyms[0].Source < config.SourceStaticBrokerConfig:
+				c.Value, c.Source = strPtr(synonyms[0].Value), kmsg.ConfigSource(synonyms[0].Source)
+			default:
+				if v, src, ok := b.cfg.Get(k.Name); ok {
+					c.Value, c.Source = strPtr(v), kmsg.ConfigSource(src)
+				} else {
+					c.Source = kmsg.ConfigSource(config.SourceDefaultConfig)
+				}
+			}
 		}
-		// Kafka marks every static key read-only; dynamic-capable keys are
-		// not, but we do not distinguish them yet.
-		c.ReadOnly = len(synonyms) == 0 || synonyms[0].Source >= config.SourceStaticBrokerConfig
+		// Static keys are read-only; keys that can be changed dynamically
+		// are not distinguished yet, so only dynamic values say so.
+		c.ReadOnly = c.Source >= kmsg.ConfigSource(config.SourceStaticBrokerConfig)
 		if c.IsSensitive {
 			c.Value = nil
 		}

@@ -34,7 +34,6 @@ const (
 func handleDescribeCluster(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
 	resp.EndpointType = endpointTypeBroker
 	if r.Version >= 1 && r.EndpointType != endpointTypeBroker {
 		resp.ErrorCode = kerr.MismatchedEndpointType.Code

@@ -63,7 +63,6 @@ func handleDescribeTopicPartitions(ctx context.Context, b *Broker, req *protocol
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		n := name
 		rt.Topic = &n
-		rt.TopicAuthorizedOperations = authorizedOperationsOmitted
 		t := img.TopicByName(name)
 		if t == nil {
 			if validateTopicName(name) != nil {

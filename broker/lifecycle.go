@@ -33,6 +33,8 @@ type lifecycle struct {
 
 	unfencedOnce sync.Once
 	unfenced     chan struct{}
+	// wake makes the heartbeat loop send its next heartbeat now.
+	wake chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -51,6 +53,7 @@ func newLifecycle(ch *controllerChannel, reg *kmsg.BrokerRegistrationRequest, in
 		registration:   reg,
 		metadataOffset: metadataOffset,
 		unfenced:       make(chan struct{}),
+		wake:           make(chan struct{}, 1),
 		stopped:        make(chan struct{}),
 	}
 	l.mu.epoch = -1
@@ -153,6 +156,8 @@ func (l *lifecycle) wait(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	case <-l.wake:
+		return true
 	}
 }
 
@@ -161,6 +166,10 @@ func (l *lifecycle) beginShutdown() {
 	l.mu.Lock()
 	l.mu.shutdown = true
 	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (l *lifecycle) epoch() int64 {

@@ -114,7 +114,7 @@ func (n *Node) start(ctx context.Context) error {
 		FetchTimeout:    time.Duration(cfg.Int("controller.quorum.fetch.timeout.ms")) * time.Millisecond,
 		RequestTimeout:  time.Duration(cfg.Int("controller.quorum.request.timeout.ms")) * time.Millisecond,
 		Logger:          n.logger.Named("raft"),
-		Transport:       nil, // TODO(lead): raft protocol transport for several voters
+		Transport:       raft.NewClientTransport(voters, "raft-"+cfg.NodeIDString(), n.logger.Named("raft-transport")),
 	})
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
@@ -123,20 +123,9 @@ func (n *Node) start(ctx context.Context) error {
 	rn.Register(&cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata")})
 
 	if cfg.ProcessRoles.IsController() {
-		ctrl, err := controller.New(controller.Config{
-			NodeID:                   cfg.NodeID,
-			ClusterID:                n.nc.ClusterID,
-			Raft:                     rn,
-			Now:                      now,
-			Logger:                   n.logger.Named("controller"),
-			NumPartitions:            cfg.Int("num.partitions"),
-			DefaultReplicationFactor: int16(cfg.Int("default.replication.factor")),
-			SessionTimeout:           time.Duration(cfg.Int("broker.session.timeout.ms")) * time.Millisecond,
-			MaxIdleInterval:          time.Duration(cfg.Int("metadata.max.idle.interval.ms")) * time.Millisecond,
-			DeleteTopicDisable:       !cfg.Bool("delete.topic.enable"),
-			ValidateTopicConfig:      config.ValidateTopicConfig,
-			TopicConfigs:             topicConfigsFor(cfg),
-		})
+		cc := controller.FromBrokerConfig(cfg)
+		cc.ClusterID, cc.Raft, cc.Now, cc.Logger = n.nc.ClusterID, rn, now, n.logger.Named("controller")
+		ctrl, err := controller.New(cc)
 		if err != nil {
 			return fmt.Errorf("starting the controller: %w", err)
 		}
@@ -145,10 +134,10 @@ func (n *Node) start(ctx context.Context) error {
 
 	if cfg.ProcessRoles.IsBroker() {
 		logs, err := storage.OpenManager(storage.ManagerOptions{
-			FS:     n.nc.FS,
-			Dirs:   cfg.LogDirs,
-			Now:    now,
-			Logger: n.logger.Named("storage"),
+			FS:      n.nc.FS,
+			LogDirs: cfg.LogDirs,
+			Now:     now,
+			Logger:  n.logger.Named("storage"),
 		})
 		if err != nil {
 			return fmt.Errorf("opening log dirs: %w", err)
@@ -250,7 +239,7 @@ func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[
 		Versions:        versions,
 		MaxRequestBytes: n.cfg.Int("socket.request.max.bytes"),
 		ListenerName:    l.Name,
-		Logger:          n.logger.Named("listener").With(zap.String("listener", l.Name)),
+		Logger:          n.logger.Named("listener"),
 	}
 	*into = append(*into, srv)
 	n.wg.Add(1)
@@ -352,7 +341,21 @@ func (n *Node) Shutdown(ctx context.Context) error {
 func (n *Node) shutdown(ctx context.Context) error {
 	var errs []error
 	if n.lifecycle != nil {
+		// Controlled shutdown: the controller moves leadership away and
+		// fences us, so the next start registers at once instead of
+		// waiting out broker.session.timeout.ms.
 		n.lifecycle.beginShutdown()
+		select {
+		case <-n.lifecycle.stopped:
+		case <-ctx.Done():
+		case <-time.After(controlledShutdownTimeout):
+			n.logger.Warn("controlled shutdown not acknowledged by the controller in time; shutting down anyway")
+		}
+	}
+	// Closing the replica manager first answers parked long-poll fetches
+	// and acks=all produces at once, so draining the listeners is quick.
+	if n.replicas != nil {
+		n.replicas.Close()
 	}
 	for _, s := range n.clientServers {
 		if err := s.Shutdown(ctx); err != nil {
@@ -361,9 +364,6 @@ func (n *Node) shutdown(ctx context.Context) error {
 	}
 	if n.cancel != nil {
 		n.cancel()
-	}
-	if n.replicas != nil {
-		n.replicas.Close()
 	}
 	if n.logs != nil {
 		if err := n.logs.Close(); err != nil {
@@ -428,29 +428,9 @@ func (f requestorFunc) Request(ctx context.Context, r kmsg.Request) (kmsg.Respon
 	return f(ctx, r)
 }
 
-// topicConfigsFor lists a new topic's effective configs for CreateTopics
-// v5+ answers: the overrides as DYNAMIC_TOPIC_CONFIG, the rest from the
-// broker's config.
-func topicConfigsFor(cfg *config.Config) func(map[string]string) []controller.TopicConfigEntry {
-	return func(overrides map[string]string) []controller.TopicConfigEntry {
-		var out []controller.TopicConfigEntry
-		for _, tk := range config.TopicKeys() {
-			if tk.Internal {
-				continue
-			}
-			e := controller.TopicConfigEntry{Name: tk.Name, IsSensitive: tk.Sensitive()}
-			if v, ok := overrides[tk.Name]; ok {
-				e.Value, e.Source = strPtr(v), int8(config.SourceDynamicTopicConfig)
-			} else if v, src, ok := cfg.TopicDefault(tk.Name); ok {
-				e.Value, e.Source = strPtr(v), int8(src)
-			} else {
-				e.Source = int8(config.SourceDefaultConfig)
-			}
-			out = append(out, e)
-		}
-		return out
-	}
-}
+// controlledShutdownTimeout bounds how long Shutdown waits for the
+// controller to grant a controlled shutdown.
+const controlledShutdownTimeout = 10 * time.Second
 
 // supportedFeatures are the feature ranges this broker registers with
 // (BrokerRegistration Features): metadata.version from 3.3-IV3, the oldest

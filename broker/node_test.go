@@ -27,6 +27,22 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+const testClusterID = "kgo-test-cluster-id-0"
+
+// formatDir writes meta.properties into dir on first use, as `kgo-broker
+// format` does, and returns its directory id.
+func formatDir(t *testing.T, dir string) [16]byte {
+	t.Helper()
+	if m, err := config.ReadMetaProperties(dir); err == nil {
+		return m.DirectoryID
+	}
+	m := config.MetaProperties{Version: 1, ClusterID: testClusterID, NodeID: 1, DirectoryID: config.NewDirectoryID()}
+	if err := config.WriteMetaProperties(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	return m.DirectoryID
+}
+
 type testNode struct {
 	*Node
 	addr string
@@ -54,7 +70,7 @@ func startNode(t *testing.T, dir string, overrides map[string]string) *testNode 
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := NewNode(NodeConfig{Config: cfg, ClusterID: "kgo-test-cluster-id-0", Logger: zaptest.NewLogger(t)})
+	n, err := NewNode(NodeConfig{Config: cfg, ClusterID: testClusterID, DirectoryIDs: map[string][16]byte{dir: formatDir(t, dir)}, Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
