@@ -131,7 +131,8 @@ type Core struct {
 	grantingVote []int32
 
 	// Resigned
-	endSentMs int64
+	endSentMs  int64
+	successors []int32 // preferred successors named in EndQuorumEpoch
 
 	nextID uint64
 
@@ -296,10 +297,6 @@ func (c *Core) randomElectionTimeout() int64 {
 }
 
 func (c *Core) resetElectionTimer() { c.electionDeadline = c.now + c.randomElectionTimeout() }
-
-func (c *Core) electionBackoff() int64 {
-	return 1 + c.rand.Int63n(c.cfg.ElectionBackoffMaxMs)
-}
 
 // ---------------------------------------------------------------------------
 // transitions
@@ -482,11 +479,11 @@ func (c *Core) Resign() error {
 	if c.role != RoleLeader {
 		return nil
 	}
-	succ := c.preferredSuccessors()
+	c.successors = c.preferredSuccessors()
 	c.leaveRole()
 	c.role = RoleResigned
 	c.resetElectionTimer()
-	c.sendEndQuorumEpoch(succ)
+	c.sendEndQuorumEpoch(c.successors)
 	return c.takeErr()
 }
 
@@ -681,7 +678,7 @@ func (c *Core) Tick(nowMs int64) error {
 		if c.now >= c.electionDeadline {
 			c.becomeProspective()
 		} else if c.now-c.endSentMs >= c.cfg.RequestTimeoutMs {
-			c.sendEndQuorumEpoch(nil)
+			c.sendEndQuorumEpoch(c.successors)
 		}
 	}
 	return c.takeErr()
