@@ -62,6 +62,30 @@
 // to return are parked until new records, a new high watermark or MaxWaitMs.
 // A leader that does not hear from a majority for 1.5 x fetch timeout resigns.
 //
+// Elections, in detail. A voter becomes Prospective when its election timer
+// (election timeout + random [0, election timeout)) or its fetch timer
+// (fetch timeout since the last successful fetch) expires. A follower rejects
+// pre-votes while it has heard from its leader within the fetch timeout,
+// unless the leader resigned (EndQuorumEpoch); a replica that rejoins the
+// leader it had keeps its old contact time, so hearsay does not revive a dead
+// leader. Responses name a leader only when the responder leads or follows.
+// A follower takes the high watermark of a fetch response only when the
+// leader validated its log (never with a DivergingEpoch).
+//
+// # Node
+//
+// Append(records) proposes one batch and returns its last offset once the
+// high watermark passed it. Listeners get committed batches in offset order
+// from offset 0 (control batches skipped) on their own goroutine, and leader
+// changes; a change making this node the leader is delivered after every
+// batch before the leader's epoch start. Close resigns (EndQuorumEpoch) and
+// stops. An I/O error or invariant violation stops the node: Append and
+// HandleRequest then return it.
+//
+// Locking: Node.mu guards the core and the Ready loop (quorum-state and log
+// writes happen under it); listener goroutines and transport goroutines take
+// it briefly and never call out while holding it. The log has its own lock.
+//
 // # Files
 //
 //	doc.go          this overview
@@ -78,7 +102,7 @@
 //	node.go         Node: configuration, the Ready loop, Append, Close
 //	rpc.go          kmsg <-> Message, request validation, DescribeQuorum
 //	listeners.go    Register and the per-listener delivery goroutines
-//	transport.go    Transport over protocol.Client
+//	transport.go    ClientTransport: Transport over protocol.Client
 //
 // # On disk: <metadata.log.dir>/__cluster_metadata-0/
 //

@@ -21,6 +21,19 @@ const MetadataTopic = "__cluster_metadata"
 // MetadataTopicID is Uuid.METADATA_TOPIC_ID.
 var MetadataTopicID = [16]byte{15: 1}
 
+// ServedVersions are the API versions HandleRequest serves on the CONTROLLER
+// listener (Kafka 4.x): Fetch 4-17, Vote 0-2, BeginQuorumEpoch 0-1,
+// EndQuorumEpoch 0-1, DescribeQuorum 0-2, FetchSnapshot 0-1 (answered with
+// UNSUPPORTED_VERSION until snapshots exist). For the broker's version registry.
+var ServedVersions = map[int16][2]int16{
+	1:  {4, 17},
+	52: {0, 2},
+	53: {0, 1},
+	54: {0, 1},
+	55: {0, 2},
+	59: {0, 1},
+}
+
 const (
 	voteVersion     = 2
 	beginVersion    = 1

@@ -6,6 +6,11 @@ import (
 	"testing"
 )
 
+var (
+	simDuration = flag.Int64("sim.duration", 20000, "simulated milliseconds per run")
+	simDrop     = flag.Float64("sim.drop", 0.05, "message drop (and duplicate) probability with faults")
+)
+
 var simSeeds = flag.Int("sim.seeds", 0, "seeds per simulation configuration (default 20, 4 under -race)")
 
 // simulate runs a randomized cluster for duration ms with faults, checking
@@ -22,7 +27,7 @@ func simulateTrace(t *testing.T, seed int64, voters []int32, observers []int32, 
 	}
 	h.maxDelay = 30
 	if faults {
-		h.dropP, h.dupP = 0.05, 0.05
+		h.dropP, h.dupP = *simDrop, *simDrop
 		h.maxRead = 2
 	}
 	proposed := 0
@@ -137,7 +142,7 @@ func TestSimulation(t *testing.T) {
 			}
 			for seed := int64(1); seed <= int64(seeds); seed++ {
 				t.Run(fmt.Sprint(seed), func(t *testing.T) {
-					simulate(t, seed, tc.voters, tc.observers, tc.faults, 20000)
+					simulate(t, seed, tc.voters, tc.observers, tc.faults, *simDuration)
 				})
 			}
 		})
