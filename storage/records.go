@@ -247,21 +247,23 @@ var (
 
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-var zstdDec = sync.OnceValue(func() *zstd.Decoder {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(uint64(MaxDecompressedBytes)),
-		zstd.WithDecoderMaxWindow(uint64(min(MaxDecompressedBytes, 1<<30))))
-	if err != nil {
-		panic(err)
-	}
-	return d
-})
+// zstdMaxWindow bounds the window a zstd frame may ask for (the Java producer's
+// default levels use at most a few MiB).
+const zstdMaxWindow = 32 << 20
+
+var zstdReaders sync.Pool // *zstd.Decoder, concurrency 1
 
 func snappyBlock(dst, src []byte) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
 		return dst, err
 	}
-	if n < 0 || len(dst)+n > MaxDecompressedBytes {
+	// a snappy op of k bytes emits at most ~22k bytes (a 3-byte copy of 64): a larger
+	// claimed length is a lie, refused before allocating
+	if n < 0 || n > 24*len(src)+64 {
+		return dst, errors.New("snappy: claimed length impossible for the input size")
+	}
+	if len(dst)+n > MaxDecompressedBytes {
 		return dst, errTooLarge
 	}
 	start := len(dst)
@@ -317,11 +319,22 @@ func decompress(dst []byte, c Compression, src []byte) ([]byte, error) {
 		zr.Reset(bytes.NewReader(src))
 		return readAllLimited(dst, zr)
 	case CompressionZstd:
-		// the decoder's max memory (MaxDecompressedBytes at first use) bounds the output
-		out, err := zstdDec().DecodeAll(src, dst)
-		if err == nil && len(out) > MaxDecompressedBytes {
-			err = errTooLarge
+		// streamed, so that a frame header claiming a huge content size allocates
+		// nothing; memory is bounded by the window (zstdMaxWindow) and the limit
+		zr, _ := zstdReaders.Get().(*zstd.Decoder)
+		if zr == nil {
+			var err error
+			if zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxWindow(zstdMaxWindow)); err != nil {
+				return dst, err
+			}
 		}
+		if err := zr.Reset(bytes.NewReader(src)); err != nil {
+			return dst, err
+		}
+		out, err := readAllLimited(dst, zr)
+		_ = zr.Reset(nil)
+		zstdReaders.Put(zr)
 		return out, err
 	case CompressionNone:
 		return append(dst, src...), nil
