@@ -63,6 +63,10 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		case "random-uuid":
 			fmt.Fprintln(stdout, config.RandomUUID())
 			return 0
+		case "healthcheck":
+			return cmdHealthcheck(args[1:], env, "", stdout, stderr)
+		case "docker-launch":
+			return cmdDockerLaunch(args[1:], env, stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintln(stdout, versionString())
 			return 0
@@ -80,6 +84,8 @@ const usage = `Usage:
              [--standalone | --no-initial-controllers] [--release-version V]
   kgo-broker random-uuid
   kgo-broker version
+  kgo-broker healthcheck [host:port] [-c server.properties] [--timeout 5s]
+  kgo-broker docker-launch [args...]   (the container image's entrypoint)
 
 Configuration: server.properties < KAFKA_* environment < --override (docs/CONFIG.md).
 Environment: CLUSTER_ID (cluster id for first-start format), KGO_LOG_FORMAT, KGO_LOG_LEVEL.
