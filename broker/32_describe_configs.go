@@ -94,10 +94,25 @@ func handleDescribeConfigs(ctx context.Context, b *Broker, req *protocol.Request
 
 func (b *Broker) topicConfigEntries(img *metadatacache.Image, topic string, r *kmsg.DescribeConfigsRequest, want func(string) bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	overrides := img.TopicConfig(topic)
+	perBroker := img.BrokerConfig(b.nodeID)
+	clusterDefaults := img.DefaultBrokerConfig()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, tk := range config.TopicKeys() {
 		if tk.Internal || !want(tk.Name) {
 			continue
+		}
+		// Dynamic broker-level synonyms, this broker's first, then the
+		// cluster-wide defaults, each in synonym priority order.
+		var dynamic []config.ConfigSynonym
+		for _, level := range []struct {
+			m   map[string]string
+			src config.Source
+		}{{perBroker, config.SourceDynamicBrokerConfig}, {clusterDefaults, config.SourceDynamicDefaultBrokerConfig}} {
+			for _, syn := range tk.Synonyms {
+				if v, ok := level.m[syn.Name]; ok {
+					dynamic = append(dynamic, config.ConfigSynonym{Name: syn.Name, Value: v, Source: level.src})
+				}
+			}
 		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		c.Name = tk.Name
@@ -107,6 +122,8 @@ func (b *Broker) topicConfigEntries(img *metadatacache.Image, topic string, r *k
 		if v, ok := overrides[tk.Name]; ok {
 			c.Value, c.Source = strPtr(v), kmsg.ConfigSource(config.SourceDynamicTopicConfig)
 			synonyms = append(synonyms, config.ConfigSynonym{Name: tk.Name, Value: v, Source: config.SourceDynamicTopicConfig})
+		} else if len(dynamic) > 0 {
+			c.Value, c.Source = strPtr(dynamicTopicValue(tk, dynamic[0])), kmsg.ConfigSource(dynamic[0].Source)
 		} else if v, src, ok := b.cfg.TopicDefault(tk.Name); ok {
 			c.Value, c.Source = strPtr(v), kmsg.ConfigSource(src)
 		} else {
@@ -116,6 +133,7 @@ func (b *Broker) topicConfigEntries(img *metadatacache.Image, topic string, r *k
 			c.Value = nil
 		}
 		if r.IncludeSynonyms {
+			synonyms = append(synonyms, dynamic...)
 			synonyms = append(synonyms, b.cfg.TopicSynonyms(tk.Name)...)
 			c.ConfigSynonyms = configSynonyms(synonyms, c.IsSensitive)
 		}
@@ -181,6 +199,17 @@ func (b *Broker) brokerConfigEntries(img *metadatacache.Image, name string, r *k
 		out = append(out, c)
 	}
 	return out
+}
+
+// dynamicTopicValue converts a dynamic broker synonym's value into the
+// topic key's unit.
+func dynamicTopicValue(tk config.TopicKey, syn config.ConfigSynonym) string {
+	for _, s := range tk.Synonyms {
+		if s.Name == syn.Name {
+			return s.Convert(syn.Value)
+		}
+	}
+	return syn.Value
 }
 
 func configSynonyms(in []config.ConfigSynonym, sensitive bool) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {

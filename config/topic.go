@@ -23,6 +23,10 @@ type Synonym struct {
 	Unit Unit
 }
 
+// Convert turns a value of the broker synonym into the topic key's unit
+// (log.retention.hours=2 -> retention.ms=7200000).
+func (s Synonym) Convert(v string) string { return s.convert(v) }
+
 func (s Synonym) convert(v string) string {
 	mul := int64(1)
 	switch s.Unit {

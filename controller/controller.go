@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,6 +82,12 @@ type Config struct {
 	// BootstrapFeatures are written as FeatureLevelRecords on an empty log
 	// (DefaultBootstrapFeatures when nil). metadata.version must be among them.
 	BootstrapFeatures []Feature
+	// BootstrapClusterConfigs are written on an empty log as cluster-level
+	// (BROKER resource "") ConfigRecords. Kafka 4.1+ bootstraps new clusters
+	// with eligible.leader.replicas enabled, which adds the cluster-level
+	// min.insync.replicas (KIP-966); tools then list min.insync.replicas
+	// among every topic's Configs, so kgo-broker writes it too.
+	BootstrapClusterConfigs map[string]string
 
 	// Rand drives replica placement (random when nil); topic ids always come
 	// from crypto/rand. For tests.
@@ -473,6 +480,18 @@ func (c *Controller) bootstrapRecords() []metadatacache.Record {
 	recs = append(recs, featureRecord(featureMetadataVersion, mv))
 	for _, f := range others {
 		recs = append(recs, featureRecord(f.Name, f.Level))
+	}
+	names := make([]string, 0, len(c.cfg.BootstrapClusterConfigs))
+	for name := range c.cfg.BootstrapClusterConfigs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		r := metadatacache.NewConfigRecord()
+		r.ResourceType = metadatacache.ConfigResourceBroker
+		r.Name = name
+		r.Value = strp(c.cfg.BootstrapClusterConfigs[name])
+		recs = append(recs, r)
 	}
 	if txn {
 		recs = append(recs, metadatacache.NewEndTransactionRecord())

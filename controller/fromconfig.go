@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/kgo-broker/kgo-broker/config"
@@ -27,6 +28,7 @@ func FromBrokerConfig(bc *config.Config) Config {
 		ValidateTopicConfig:         config.ValidateTopicConfig,
 		TopicConfigs:                topicConfigsFrom(bc),
 		ListConfig:                  listConfig,
+		BootstrapClusterConfigs:     map[string]string{"min.insync.replicas": strconv.Itoa(int(bc.Int("min.insync.replicas")))},
 	}
 }
 
