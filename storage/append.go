@@ -108,6 +108,18 @@ func (l *Log) validate(records []byte, cfg Config, origin AppendOrigin, leader b
 	return v, nil
 }
 
+// rawAt finds the batch of this append whose last offset is off.
+func (v *validated) rawAt(records []byte) func(off int64) (BatchHeader, []byte, bool) {
+	return func(off int64) (BatchHeader, []byte, bool) {
+		for i, h := range v.hdrs {
+			if h.LastOffset() == off {
+				return h, records[v.offs[i] : v.offs[i]+int(h.Size())], true
+			}
+		}
+		return BatchHeader{}, nil, false
+	}
+}
+
 func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, int64, error) {
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
 	l.mu.Lock()
@@ -154,6 +166,9 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigi
 		return info, 0, err
 	}
 	u.commit()
+	if err := l.indexAborted(l.active(), u.completed, v.rawAt(records)); err != nil {
+		return info, 0, err
+	}
 	if l.mu.epochs.assign(leaderEpoch, v.hdrs[0].BaseOffset) {
 		if err := l.mu.epochs.flush(); err != nil {
 			return info, 0, err
@@ -324,6 +339,10 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 		}
 	}
 	u.commit()
+	if err := l.indexAborted(l.active(), u.completed, v.rawAt(records)); err != nil {
+		l.mu.Unlock()
+		return info, err
+	}
 	if changed {
 		if err := l.mu.epochs.flush(); err != nil {
 			l.mu.Unlock()

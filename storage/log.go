@@ -392,12 +392,24 @@ func (l *Log) rebuildProducerState() error {
 	}
 	ps := newProducerState()
 	from := l.mu.logStartOffset
+	// a recovered segment's transaction index is rebuilt by the replay, which must
+	// then start at or before it (LogLoader.recoverSegment)
+	limit := l.mu.leo
+	for _, s := range l.mu.segments {
+		if s.txnRebuild {
+			limit = min(limit, s.base)
+			break
+		}
+	}
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]
 		if off > l.mu.leo {
 			if err := removeSnapshot(l.fs, l.dir, off); err != nil {
 				return err
 			}
+			continue
+		}
+		if off > limit {
 			continue
 		}
 		data, err := vfs.ReadFile(l.fs, segmentName(l.dir, off, snapshotSuffix))
@@ -423,17 +435,29 @@ func (l *Log) rebuildProducerState() error {
 			continue
 		}
 		_, pos := s.idx.lookup(from)
-		if err := s.scan(pos, s.size, func(h BatchHeader, _ int64) bool {
+		var ierr error
+		if err := s.scan(pos, s.size, func(h BatchHeader, p int64) bool {
 			if h.BaseOffset >= from {
+				n := len(u.completed)
 				_ = u.append(h, false)
+				if s.txnRebuild && len(u.completed) > n {
+					ierr = l.replayAborted(s, u, u.completed[n:], h, p)
+				}
 			}
-			return true
+			return ierr == nil
 		}); err != nil {
 			return err
 		}
+		if ierr != nil {
+			return ierr
+		}
+		s.txnRebuild = false
 	}
 	u.commit()
 	l.mu.producers = ps
+	for _, s := range l.mu.segments {
+		s.txnRebuild = false
+	}
 	return nil
 }
 

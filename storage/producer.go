@@ -85,8 +85,9 @@ func newProducerState() *producerState { return &producerState{entries: map[int6
 
 // producerUpdate stages the changes one append makes, applied only once it is written.
 type producerUpdate struct {
-	ps      *producerState
-	updated map[int64]*producerEntry
+	ps        *producerState
+	updated   map[int64]*producerEntry
+	completed []completedTxn // transactions ended by a control batch in this update
 }
 
 func (ps *producerState) begin() *producerUpdate {
@@ -166,6 +167,9 @@ func (u *producerUpdate) append(h BatchHeader, validate bool) error {
 	e.lastTimestamp = h.MaxTimestamp
 	if h.IsControl() {
 		// an end-transaction marker closes the open transaction
+		if e.currentTxnFirstOffset >= 0 {
+			u.completed = append(u.completed, completedTxn{pid: h.ProducerID, first: e.currentTxnFirstOffset, last: h.LastOffset()})
+		}
 		e.currentTxnFirstOffset = -1
 		return nil
 	}

@@ -23,6 +23,7 @@ type segment struct {
 	size int64 // valid bytes in .log; appends go to this position
 	idx  *offsetIndex
 	tidx *timeIndex
+	txn  *txnIndex
 
 	nextOffset      int64 // last offset in the segment + 1 (base when empty)
 	maxTs           int64 // largest batch max timestamp so far (NoTimestamp when none)
@@ -32,6 +33,7 @@ type segment struct {
 	createdMs       int64
 	rollJitterMs    int64
 	missingIndex    bool // an index file did not exist when opened: rebuild
+	txnRebuild      bool // recovered: the transaction index is rebuilt by the replay
 }
 
 func segmentName(dir string, base int64, suffix string) string {
@@ -73,6 +75,11 @@ func createSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs, jitter 
 	}
 	s.idx = &offsetIndex{f: fi, base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
 	s.tidx = &timeIndex{f: ft, base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
+	s.txn = &txnIndex{fs: fs, name: segmentName(dir, base, txnIndexSuffix)}
+	if err := fs.Remove(s.txn.name); err != nil && !os.IsNotExist(err) {
+		s.closeFiles()
+		return nil, err
+	}
 	if err := s.idx.resize(true); err != nil {
 		s.closeFiles()
 		return nil, err
@@ -118,6 +125,10 @@ func openSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs int64) (*s
 	}
 	s.idx = &offsetIndex{f: fi, base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
 	s.tidx = &timeIndex{f: ft, base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
+	if s.txn, err = loadTxnIndex(fs, dir, base); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -283,6 +294,10 @@ func (s *segment) appendBatches(data []byte, hdrs []BatchHeader, interval int32)
 func (s *segment) recover(interval int32, onBatch func(h BatchHeader)) (int64, error) {
 	s.idx.reset()
 	s.tidx.reset()
+	if err := s.txn.reset(); err != nil {
+		return 0, err
+	}
+	s.txnRebuild = true
 	s.maxTs, s.maxTsOffset = NoTimestamp, s.base
 	s.nextOffset = s.base
 	var valid, lastIndexEntry int64
@@ -366,6 +381,9 @@ func (s *segment) truncateTo(off int64) (int64, error) {
 	}
 	s.idx.truncateTo(off)
 	s.tidx.truncateTo(off)
+	if err := s.txn.truncateTo(off); err != nil {
+		return 0, err
+	}
 	if err := s.idx.resize(true); err != nil {
 		return 0, err
 	}
@@ -403,6 +421,9 @@ func (s *segment) sync() error {
 	if err := s.idx.f.Sync(); err != nil {
 		return err
 	}
+	if err := s.txn.sync(); err != nil {
+		return err
+	}
 	return s.tidx.f.Sync()
 }
 
@@ -413,6 +434,11 @@ func (s *segment) closeFiles() error {
 			if err := f.Close(); err != nil && first == nil {
 				first = err
 			}
+		}
+	}
+	if s.txn != nil {
+		if err := s.txn.close(); err != nil && first == nil {
+			first = err
 		}
 	}
 	return first

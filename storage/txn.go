@@ -1,0 +1,222 @@
+package storage
+
+import (
+	"encoding/binary"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// Transaction index <base>.txnindex (TransactionIndex.java, AbortedTxn.java): one
+// 34-byte entry per aborted transaction whose ABORT marker is in the segment:
+//
+//	int16 version = 0
+//	int64 producerId
+//	int64 firstOffset       first offset of the transaction
+//	int64 lastOffset        offset of the ABORT marker
+//	int64 lastStableOffset  the LSO right after the abort
+//
+// Created on the first entry. Read committed fetches use it to tell consumers which
+// records to drop.
+
+const abortedTxnSize = 34
+
+// AbortedTxn is one entry of a transaction index.
+type AbortedTxn struct {
+	ProducerID       int64
+	FirstOffset      int64
+	LastOffset       int64
+	LastStableOffset int64
+}
+
+// Control record types (ControlRecordType.java).
+const (
+	ControlAbort  int16 = 0
+	ControlCommit int16 = 1
+)
+
+type completedTxn struct {
+	pid, first, last int64
+}
+
+type txnIndex struct {
+	fs      vfs.FS
+	name    string
+	f       vfs.File // nil until the first entry or when loaded read-only
+	entries []AbortedTxn
+}
+
+func loadTxnIndex(fs vfs.FS, dir string, base int64) (*txnIndex, error) {
+	ti := &txnIndex{fs: fs, name: segmentName(dir, base, txnIndexSuffix)}
+	data, err := vfs.ReadFile(fs, ti.name)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return ti, nil
+		}
+		return nil, err
+	}
+	be := binary.BigEndian
+	for len(data) >= abortedTxnSize && be.Uint16(data) == 0 {
+		ti.entries = append(ti.entries, AbortedTxn{
+			ProducerID:       int64(be.Uint64(data[2:])),
+			FirstOffset:      int64(be.Uint64(data[10:])),
+			LastOffset:       int64(be.Uint64(data[18:])),
+			LastStableOffset: int64(be.Uint64(data[26:])),
+		})
+		data = data[abortedTxnSize:]
+	}
+	return ti, nil
+}
+
+func (ti *txnIndex) open() error {
+	if ti.f != nil {
+		return nil
+	}
+	f, err := ti.fs.OpenFile(ti.name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	ti.f = f
+	return nil
+}
+
+func (ti *txnIndex) append(a AbortedTxn) error {
+	if err := ti.open(); err != nil {
+		return err
+	}
+	var b [abortedTxnSize]byte
+	be := binary.BigEndian
+	be.PutUint64(b[2:], uint64(a.ProducerID))
+	be.PutUint64(b[10:], uint64(a.FirstOffset))
+	be.PutUint64(b[18:], uint64(a.LastOffset))
+	be.PutUint64(b[26:], uint64(a.LastStableOffset))
+	if _, err := ti.f.WriteAt(b[:], int64(len(ti.entries))*abortedTxnSize); err != nil {
+		return err
+	}
+	ti.entries = append(ti.entries, a)
+	return nil
+}
+
+// truncateTo removes the entries whose marker is at or after off.
+func (ti *txnIndex) truncateTo(off int64) error {
+	n := sort.Search(len(ti.entries), func(i int) bool { return ti.entries[i].LastOffset >= off })
+	if n == len(ti.entries) {
+		return nil
+	}
+	ti.entries = ti.entries[:n]
+	if err := ti.open(); err != nil {
+		return err
+	}
+	return ti.f.Truncate(int64(n) * abortedTxnSize)
+}
+
+func (ti *txnIndex) reset() error { return ti.truncateTo(-1 << 62) }
+
+func (ti *txnIndex) sync() error {
+	if ti.f == nil {
+		return nil
+	}
+	return ti.f.Sync()
+}
+
+func (ti *txnIndex) close() error {
+	if ti.f == nil {
+		return nil
+	}
+	err := ti.f.Close()
+	ti.f = nil
+	return err
+}
+
+// controlType returns the type of a control batch from its first record's key.
+func controlType(h BatchHeader, raw []byte) (int16, bool) {
+	var typ int16 = -1
+	_ = walkBatchRecords(h, raw, func(r *Record) error {
+		if len(r.Key) >= 4 {
+			typ = int16(binary.BigEndian.Uint16(r.Key[2:]))
+		}
+		return io.EOF
+	})
+	return typ, typ >= 0
+}
+
+// indexAborted appends the aborted transactions among done to the active segment's
+// transaction index (UnifiedLog.append -> LogSegment.updateTxnIndex), with the last
+// stable offset right after each (ProducerStateManager.lastStableOffset). rawAt
+// returns the raw control batch at a marker offset. l.mu must be held, producer
+// state already updated.
+func (l *Log) indexAborted(seg *segment, done []completedTxn, rawAt func(off int64) (BatchHeader, []byte, bool)) error {
+	for _, c := range done {
+		h, raw, ok := rawAt(c.last)
+		if !ok {
+			continue
+		}
+		if typ, ok := controlType(h, raw); !ok || typ != ControlAbort {
+			continue
+		}
+		lso := c.last + 1
+		for pid, e := range l.mu.producers.entries {
+			if pid != c.pid && e.currentTxnFirstOffset >= 0 && e.currentTxnFirstOffset < lso {
+				lso = e.currentTxnFirstOffset
+			}
+		}
+		if err := seg.txn.append(AbortedTxn{ProducerID: c.pid, FirstOffset: c.first, LastOffset: c.last, LastStableOffset: lso}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AbortedTransactions returns the aborted transactions that overlap [from, upTo),
+// for a read_committed fetch starting at from whose data ends before upTo
+// (LocalLog.collectAbortedTransactions).
+func (l *Log) AbortedTransactions(from, upTo int64) []AbortedTxn {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []AbortedTxn
+	for i := l.segmentFor(from); i < len(l.mu.segments); i++ {
+		for _, a := range l.mu.segments[i].txn.entries {
+			if a.LastOffset >= from && a.FirstOffset < upTo {
+				out = append(out, a)
+			}
+			if a.LastStableOffset >= upTo {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// replayAborted re-indexes an aborted transaction met while replaying a recovered
+// segment; the producer state is the staged one of the replay.
+func (l *Log) replayAborted(s *segment, u *producerUpdate, done []completedTxn, h BatchHeader, pos int64) error {
+	raw := make([]byte, h.Size())
+	if _, err := s.log.ReadAt(raw, pos); err != nil {
+		return err
+	}
+	for _, c := range done {
+		if typ, ok := controlType(h, raw); !ok || typ != ControlAbort {
+			continue
+		}
+		lso := c.last + 1
+		for pid, e := range u.ps.entries {
+			if st, ok := u.updated[pid]; ok {
+				e = st
+			}
+			if pid != c.pid && e.currentTxnFirstOffset >= 0 && e.currentTxnFirstOffset < lso {
+				lso = e.currentTxnFirstOffset
+			}
+		}
+		for pid, e := range u.updated {
+			if _, seen := u.ps.entries[pid]; !seen && pid != c.pid && e.currentTxnFirstOffset >= 0 && e.currentTxnFirstOffset < lso {
+				lso = e.currentTxnFirstOffset
+			}
+		}
+		if err := s.txn.append(AbortedTxn{ProducerID: c.pid, FirstOffset: c.first, LastOffset: c.last, LastStableOffset: lso}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
