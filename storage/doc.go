@@ -84,6 +84,15 @@
 // rebuilt, and the log truncated at the first torn or corrupt batch (LogLoader,
 // LogSegment.recover). A missing or insane index is rebuilt in any case.
 //
+// <base>.txnindex (TransactionIndex.java, AbortedTxn.java), created with its first
+// entry: one 34-byte entry per transaction aborted by a marker in the segment
+//
+//	int16 version = 0   int64 producerId   int64 firstOffset
+//	int64 lastOffset (the ABORT marker)   int64 lastStableOffset (right after it)
+//
+// Log.AbortedTransactions reads it for read_committed fetches; Log.FirstUnstableOffset
+// gives the first offset of the oldest open transaction (for the LSO).
+//
 // <offset>.snapshot (ProducerStateManager.java, ProducerSnapshot.json), written on
 // roll (at the new base offset) and close (at the log end offset):
 //
