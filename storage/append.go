@@ -50,12 +50,15 @@ func (l *Log) validate(records []byte, cfg Config, origin AppendOrigin, leader b
 	if len(records) == 0 {
 		return &validated{}, nil
 	}
-	if int64(len(records)) > cfg.SegmentBytes {
+	if leader && int64(len(records)) > cfg.SegmentBytes {
 		return nil, fmt.Errorf("%w: record set of %d bytes exceeds segment.bytes %d", kerr.RecordListTooLarge, len(records), cfg.SegmentBytes)
 	}
 	v := &validated{maxTs: NoTimestamp}
 	pos := 0
 	err := WalkBatches(records, true, func(h BatchHeader, raw []byte) error {
+		if h.Size() > cfg.SegmentBytes {
+			return fmt.Errorf("%w: batch of %d bytes exceeds segment.bytes %d", kerr.RecordListTooLarge, h.Size(), cfg.SegmentBytes)
+		}
 		if h.Size() > int64(cfg.MaxMessageBytes) {
 			return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", kerr.MessageTooLarge, h.Size(), cfg.MaxMessageBytes)
 		}
@@ -204,17 +207,28 @@ func (l *Log) needFlush(cfg Config) int64 {
 }
 
 // appendLocked rolls if needed and writes the validated batches. l.mu must be held.
+// A follower's record set may be larger than segment.bytes: it is written in chunks
+// of whole batches that each fit a segment.
 func (l *Log) appendLocked(records []byte, v *validated, cfg Config, nowMs int64) error {
-	first, last := v.hdrs[0].BaseOffset, v.hdrs[len(v.hdrs)-1].LastOffset()
-	if err := l.maybeRoll(int64(len(records)), v.maxTs, first, last, cfg, nowMs); err != nil {
-		return err
+	for i := 0; i < len(v.hdrs); {
+		j, size, maxTs := i, int64(0), int64(NoTimestamp)
+		for j < len(v.hdrs) && (j == i || size+v.hdrs[j].Size() <= cfg.SegmentBytes) {
+			size += v.hdrs[j].Size()
+			maxTs = max(maxTs, v.hdrs[j].MaxTimestamp)
+			j++
+		}
+		first, last := v.hdrs[i].BaseOffset, v.hdrs[j-1].LastOffset()
+		if err := l.maybeRoll(size, maxTs, first, last, cfg, nowMs); err != nil {
+			return err
+		}
+		start := v.offs[i]
+		if err := l.active().appendBatches(records[start:start+int(size)], v.hdrs[i:j], cfg.IndexIntervalBytes); err != nil {
+			l.logger.Error("append failed", zap.Int64("offset", first), zap.Error(err))
+			return err
+		}
+		l.mu.leo = last + 1
+		i = j
 	}
-	seg := l.active()
-	if err := seg.appendBatches(records, v.hdrs, cfg.IndexIntervalBytes); err != nil {
-		l.logger.Error("append failed", zap.Int64("offset", first), zap.Error(err))
-		return err
-	}
-	l.mu.leo = last + 1
 	return l.checkInvariants()
 }
 

@@ -116,7 +116,7 @@ func TestFollowerAppend(t *testing.T) {
 		mustAppend(t, leader.Log, idemBatch(clk.Ms(), 3, 9, 0, int32(i*3)), int32(i/10))
 	}
 	for off := int64(0); off < leader.LogEndOffset(); {
-		b, err := leader.ReadBatches(off, 1000, math.MaxInt64, true)
+		b, err := leader.ReadBatches(off, 1<<20, math.MaxInt64, true) // may exceed segment.bytes
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,4 +192,36 @@ func TestEpochCache(t *testing.T) {
 	if len(c.entries) != 0 {
 		t.Fatalf("truncateFromEnd %v", c.entries)
 	}
+}
+
+// A follower record set larger than segment.bytes is split across segments.
+func TestFollowerAppendLargerThanSegment(t *testing.T) {
+	clk := newClock()
+	leader := openTest(t, vfs.NewMem(), clk, smallCfg())
+	defer leader.Close()
+	for i := 0; i < 60; i++ {
+		mustAppend(t, leader.Log, batch(clk.Ms(), 2), 0)
+	}
+	var all []byte
+	for off := int64(0); off < leader.LogEndOffset(); {
+		b, err := leader.ReadBatches(off, 1<<20, math.MaxInt64, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+		rs, _ := DecodeRecords(b)
+		off = rs[len(rs)-1].Offset + 1
+	}
+	if int64(len(all)) <= smallCfg().SegmentBytes {
+		t.Fatalf("only %d bytes", len(all))
+	}
+	follower := openTest(t, vfs.NewMem(), clk, smallCfg(), func(o *LogOptions) { o.Dir = "/f/t-0" })
+	defer follower.Close()
+	if _, err := follower.AppendAsFollower(all); err != nil {
+		t.Fatal(err)
+	}
+	if follower.LogEndOffset() != 120 || follower.NumSegments() < 3 {
+		t.Fatalf("leo %d segments %d", follower.LogEndOffset(), follower.NumSegments())
+	}
+	readAll(t, follower.Log, 0)
 }
