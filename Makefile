@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/kgo-broker
 
-.PHONY: build test unit integration integration-reference fuzz run clean tools
+.PHONY: build test unit integration integration-reference fuzz run clean tools docker
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kgo-broker
@@ -34,6 +34,12 @@ integration-reference: tools
 # Installs Apache Kafka's tool jars (Maven Central, cached) and kcat.
 tools:
 	./scripts/install-tools.sh
+
+# The container image kgo-broker:latest (docker/Dockerfile: the static binary FROM
+# scratch, no registry pull), built with docker when a Docker daemon answers, else
+# with podman (scripts/install-podman.sh installs it). See README "Docker".
+docker:
+	GO=$(GO) ./docker/build.sh
 
 clean:
 	rm -rf bin
