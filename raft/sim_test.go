@@ -131,6 +131,7 @@ func TestSimulation(t *testing.T) {
 		{"3voters", []int32{1, 2, 3}, nil, false},
 		{"3voters-faults", []int32{1, 2, 3}, []int32{4}, true},
 		{"5voters-faults", []int32{1, 2, 3, 4, 5}, nil, true},
+		{"3voters-anonymous-observer", []int32{1, 2, 3}, []int32{-1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seeds := *simSeeds

@@ -6,6 +6,8 @@ import (
 	"testing"
 )
 
+// TestDebugSim replays one 3-voter simulation seed with a full trace:
+// SIMDEBUG=<seed> go test -run TestDebugSim ./raft
 func TestDebugSim(t *testing.T) {
 	if os.Getenv("SIMDEBUG") == "" {
 		t.Skip()
