@@ -82,10 +82,10 @@ func (l *Log) ReadBatches(offset int64, maxBytes int32, maxOffset int64, minOneB
 
 // ListOffsets special timestamps.
 const (
-	LatestTimestamp        int64 = -1
-	EarliestTimestamp      int64 = -2
-	MaxTimestamp           int64 = -3
-	EarliestLocalTimestamp int64 = -4
+	ListOffsetsLatest        int64 = -1
+	ListOffsetsEarliest      int64 = -2
+	ListOffsetsMaxTimestamp  int64 = -3
+	ListOffsetsEarliestLocal int64 = -4
 )
 
 // FetchOffsetByTimestamp answers ListOffsets (UnifiedLog.fetchOffsetByTimestamp):
@@ -101,19 +101,19 @@ func (l *Log) FetchOffsetByTimestamp(ts int64) (offset int64, timestamp int64, e
 		return -1, NoTimestamp, -1, false
 	}
 	switch ts {
-	case LatestTimestamp:
+	case ListOffsetsLatest:
 		ep := int32(-1)
 		if lt, ok := l.mu.epochs.latest(); ok {
 			ep = lt.epoch
 		}
 		return l.mu.leo, NoTimestamp, ep, true
-	case EarliestTimestamp, EarliestLocalTimestamp:
+	case ListOffsetsEarliest, ListOffsetsEarliestLocal:
 		ep, ok := l.mu.epochs.epochForOffset(l.mu.logStartOffset)
 		if !ok {
 			ep = -1
 		}
 		return l.mu.logStartOffset, NoTimestamp, ep, true
-	case MaxTimestamp:
+	case ListOffsetsMaxTimestamp:
 		t, o, e := l.latestTimestampLocked()
 		return o, t, e, o >= 0
 	}

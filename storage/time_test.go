@@ -45,10 +45,10 @@ func TestFetchOffsetByTimestamp(t *testing.T) {
 	if ep != 1 {
 		t.Errorf("epoch %d", ep)
 	}
-	if off, _, ep, _ := l.FetchOffsetByTimestamp(LatestTimestamp); off != 180 || ep != 1 {
+	if off, _, ep, _ := l.FetchOffsetByTimestamp(ListOffsetsLatest); off != 180 || ep != 1 {
 		t.Errorf("latest %d %d", off, ep)
 	}
-	if off, _, ep, _ := l.FetchOffsetByTimestamp(EarliestTimestamp); off != 0 || ep != 0 {
+	if off, _, ep, _ := l.FetchOffsetByTimestamp(ListOffsetsEarliest); off != 0 || ep != 0 {
 		t.Errorf("earliest %d %d", off, ep)
 	}
 	if ts, off := l.LatestTimestamp(); ts != base+592 || off != 179 {
