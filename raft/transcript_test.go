@@ -24,6 +24,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 //	stabilize              deliver everything until the network is quiet
 //	propose ID rec...      append one batch on ID
 //	tick MS                advance the clock of every node by MS
+//	run MS                 advance the clock in 10ms steps, delivering messages;
+//	                       prints only state changes
 //	isolate ID / heal      cut ID from everyone / restore every link
 //	crash ID / restart ID  lose in-memory state / recover from quorum-state + log
 //	status                 one line per node
@@ -204,6 +206,26 @@ func runCommand(t *testing.T, hp **harness, line string) []string {
 		h.now += int64(ms)
 		for _, id := range h.ids() {
 			h.tick(id)
+		}
+	case "run":
+		// advance the clock in 10ms steps, delivering messages and firing
+		// timers as they come; only state changes are printed
+		ms, _ := strconv.Atoi(pos[0])
+		h.trace = func(s string) {
+			if strings.HasPrefix(s, "node ") {
+				out = append(out, fmt.Sprintf("t=%d %s", h.now, s))
+			}
+		}
+		for end := h.now + int64(ms); h.now < end; {
+			h.now += 10
+			for len(h.queue) > 0 {
+				hm := h.queue[0]
+				h.queue = h.queue[1:]
+				h.deliver(hm)
+			}
+			for _, id := range h.ids() {
+				h.tick(id)
+			}
 		}
 	case "isolate":
 		h.isolate(id(0))
