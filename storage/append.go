@@ -426,6 +426,12 @@ func (l *Log) flushToLocked(target int64) error {
 		}
 	}
 	l.mu.Lock()
+	// synced inactive segments no longer need their index files open
+	for _, s := range segs {
+		if len(l.mu.segments) > 0 && s != l.active() {
+			s.closeIndexFiles()
+		}
+	}
 	l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
 	if upTo > l.mu.recoveryPoint && upTo <= l.mu.leo {
 		l.mu.recoveryPoint = upTo

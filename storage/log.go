@@ -337,6 +337,7 @@ func (l *Log) loadSegments(o LogOptions) error {
 		if err := s.onBecomeInactive(); err != nil {
 			return err
 		}
+		s.closeIndexFiles()
 	}
 	active := l.active()
 	active.rollJitterMs = l.jitter(cfg)

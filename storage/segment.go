@@ -360,8 +360,44 @@ func isCorrupt(err error) bool {
 	return errors.Is(err, kerr.CorruptMessage) || errors.Is(err, kerr.InvalidRecord)
 }
 
+// openIndexes reopens index files closed by closeIndexFiles.
+func (s *segment) openIndexes() error {
+	if s.idx.f == nil {
+		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, indexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return err
+		}
+		s.idx.f = f
+	}
+	if s.tidx.f == nil {
+		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, timeIndexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return err
+		}
+		s.tidx.f = f
+	}
+	return nil
+}
+
+// closeIndexFiles closes the index files of an inactive, trimmed and synced segment:
+// its entries stay in memory, so only the .log stays open (one descriptor per
+// segment instead of three).
+func (s *segment) closeIndexFiles() {
+	if s.idx.f != nil {
+		s.idx.f.Close()
+		s.idx.f = nil
+	}
+	if s.tidx.f != nil {
+		s.tidx.f.Close()
+		s.tidx.f = nil
+	}
+}
+
 // onBecomeInactive: final time index entry, trim both indexes (LogSegment.onBecomeInactiveSegment).
 func (s *segment) onBecomeInactive() error {
+	if s.idx.f == nil || s.tidx.f == nil {
+		return nil // already inactive and trimmed
+	}
 	if s.maxTs != NoTimestamp {
 		if err := s.tidx.maybeAppend(s.maxTs, s.maxTsOffset, true); err != nil {
 			return err
@@ -375,6 +411,9 @@ func (s *segment) onBecomeInactive() error {
 
 // truncateTo removes every batch with offset >= off from this segment.
 func (s *segment) truncateTo(off int64) (int64, error) {
+	if err := s.openIndexes(); err != nil {
+		return 0, err
+	}
 	pos, _, found, err := s.translateOffset(off, s.size)
 	if err != nil {
 		return 0, err
@@ -418,13 +457,14 @@ func (s *segment) sync() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
-	if err := s.idx.f.Sync(); err != nil {
-		return err
+	for _, f := range []vfs.File{idxFile(s.idx), tidxFile(s.tidx)} {
+		if f != nil {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+		}
 	}
-	if err := s.txn.sync(); err != nil {
-		return err
-	}
-	return s.tidx.f.Sync()
+	return s.txn.sync()
 }
 
 func (s *segment) closeFiles() error {
@@ -445,14 +485,14 @@ func (s *segment) closeFiles() error {
 }
 
 func idxFile(ix *offsetIndex) vfs.File {
-	if ix == nil {
+	if ix == nil || ix.f == nil {
 		return nil
 	}
 	return ix.f
 }
 
 func tidxFile(ix *timeIndex) vfs.File {
-	if ix == nil {
+	if ix == nil || ix.f == nil {
 		return nil
 	}
 	return ix.f

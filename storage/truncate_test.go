@@ -20,6 +20,15 @@ func TestTruncate(t *testing.T) {
 		t.Fatalf("epochs %v", got)
 	}
 	segs := l.NumSegments()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.bg.Wait()
+	for _, s := range l.mu.segments[:segs-1] {
+		if s.idx.f != nil || s.tidx.f != nil {
+			t.Fatalf("segment %d keeps its index files open", s.base)
+		}
+	}
 	// truncate into the middle of the log at a batch boundary
 	if err := l.Truncate(50); err != nil {
 		t.Fatal(err)
