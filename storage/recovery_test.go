@@ -200,3 +200,33 @@ func TestAppendIOErrors(t *testing.T) {
 		t.Fatalf("%d records", len(got))
 	}
 }
+
+// A failed index write undoes the append: the log end offset and the segment stay
+// consistent and the next append succeeds.
+func TestIndexWriteFailure(t *testing.T) {
+	clk := newClock()
+	var sw vfs.Switch
+	fs := vfs.NewInjecting(vfs.NewMem(), sw.Inject)
+	cfg := DefaultConfig()
+	cfg.IndexIntervalBytes = 1
+	l := openTest(t, fs, clk, cfg)
+	defer l.Close()
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	sw.Set(func(op vfs.Op) vfs.Fault {
+		if op.Kind == vfs.OpWrite && strings.HasSuffix(op.Path, ".index") {
+			return vfs.Fault{Err: vfs.ErrInjected}
+		}
+		return vfs.Fault{}
+	})
+	if _, err := l.AppendAsLeader(batch(clk.Ms(), 2), 0); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("%v", err)
+	}
+	sw.Set(nil)
+	if l.LogEndOffset() != 2 {
+		t.Fatalf("leo %d", l.LogEndOffset())
+	}
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	if got := readAll(t, l.Log, 0); len(got) != 4 {
+		t.Fatalf("%d records", len(got))
+	}
+}

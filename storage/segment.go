@@ -259,6 +259,17 @@ func (s *segment) appendBatches(data []byte, hdrs []BatchHeader, interval int32)
 		return err
 	}
 	pos := s.size
+	// on an index write error everything goes back to how it was
+	saved := *s
+	nIdx, nTidx := len(s.idx.entries), len(s.tidx.entries)
+	undo := func(err error) error {
+		idx, tidx, txn := s.idx, s.tidx, s.txn
+		*s = saved
+		s.idx, s.tidx, s.txn = idx, tidx, txn
+		s.idx.entries, s.tidx.entries = s.idx.entries[:nIdx], s.tidx.entries[:nTidx]
+		_ = s.log.Truncate(s.size)
+		return err
+	}
 	if s.size == 0 && len(hdrs) > 0 {
 		var maxTs int64 = NoTimestamp
 		for _, h := range hdrs {
@@ -272,10 +283,10 @@ func (s *segment) appendBatches(data []byte, hdrs []BatchHeader, interval int32)
 		}
 		if s.bytesSinceIndex > int64(interval) && !s.idx.isFull() && !s.tidx.isFull() {
 			if err := s.idx.append(h.LastOffset(), pos); err != nil {
-				return err
+				return undo(err)
 			}
 			if err := s.tidx.maybeAppend(s.maxTs, s.maxTsOffset, false); err != nil {
-				return err
+				return undo(err)
 			}
 			s.bytesSinceIndex = 0
 		}
