@@ -43,18 +43,10 @@ func (l *Log) Truncate(offset int64) error {
 		return err
 	}
 	l.mu.leo = active.nextOffset
-	if l.mu.leo != offset && active.size > 0 {
-		// the truncation point fell inside a batch: Kafka truncates to the batch start
+	if l.mu.leo != offset {
+		// the truncation point fell inside a batch: the whole batch goes (the log
+		// end offset is its base offset), so the log never has a hole
 		l.logger.Warn("truncation inside a batch", zap.Int64("offset", offset), zap.Int64("logEndOffset", l.mu.leo))
-	}
-	if active.size == 0 {
-		l.mu.leo = max(active.base, offset)
-		if l.mu.leo != active.base {
-			// an empty active segment must start at the log end offset
-			if err := l.replaceActiveLocked(l.mu.leo); err != nil {
-				return err
-			}
-		}
 	}
 	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.leo)
 	if l.mu.epochs.truncateFromEnd(l.mu.leo) {
@@ -66,18 +58,6 @@ func (l *Log) Truncate(offset int64) error {
 		return err
 	}
 	return l.checkInvariants()
-}
-
-func (l *Log) replaceActiveLocked(base int64) error {
-	old := l.active()
-	l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
-	l.bury([]*segment{old})
-	s, err := l.newSegment(base, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
-	if err != nil {
-		return err
-	}
-	l.mu.segments = append(l.mu.segments, s)
-	return nil
 }
 
 // TruncateFullyAndStartAt deletes every segment and starts an empty log at offset

@@ -234,3 +234,23 @@ func TestFollowerAppendLargerThanSegment(t *testing.T) {
 	}
 	readAll(t, follower.Log, 0)
 }
+
+// Truncating inside a batch removes the whole batch: no hole in the log.
+func TestTruncateInsideBatch(t *testing.T) {
+	clk := newClock()
+	l := openTest(t, vfs.NewMem(), clk, smallCfg())
+	defer l.Close()
+	for i := 0; i < 3; i++ {
+		mustAppend(t, l.Log, batch(clk.Ms(), 3), 0)
+	}
+	if err := l.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 3 {
+		t.Fatalf("leo %d", l.LogEndOffset())
+	}
+	if info := mustAppend(t, l.Log, batch(clk.Ms(), 1), 0); info.FirstOffset != 3 {
+		t.Fatalf("next append at %d", info.FirstOffset)
+	}
+	readAll(t, l.Log, 0)
+}
