@@ -333,7 +333,7 @@ func readyTimeout() time.Duration {
 func (b *Broker) WaitReady() {
 	b.t.Helper()
 	if err := b.waitReady(readyTimeout()); err != nil {
-		b.t.Fatalf("broker not ready: %v\n%s", err, b.LogTail(80))
+		b.t.Fatalf("broker not ready: %v (broker log at the end of the test output)", err)
 	}
 }
 
@@ -409,7 +409,7 @@ func (b *Broker) Stop(timeout time.Duration) int {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
 		<-done
-		b.t.Fatalf("broker pid %d did not exit within %v of SIGTERM; killed\n%s", cmd.Process.Pid, timeout, b.LogTail(80))
+		b.t.Fatalf("broker pid %d did not exit within %v of SIGTERM; killed (broker log at the end of the test output)", cmd.Process.Pid, timeout)
 	}
 	return b.ExitCode()
 }
@@ -431,7 +431,7 @@ func (b *Broker) Kill() {
 func (b *Broker) Restart() {
 	b.t.Helper()
 	if code := b.Stop(0); code != 0 {
-		b.t.Fatalf("broker exited with code %d after SIGTERM, want 0\n%s", code, b.LogTail(80))
+		b.t.Fatalf("broker exited with code %d after SIGTERM, want 0 (broker log at the end of the test output)", code)
 	}
 	b.Start()
 	b.WaitReady()
@@ -459,7 +459,7 @@ func (b *Broker) WaitExit(timeout time.Duration) int {
 	case <-b.Exited():
 		return b.ExitCode()
 	case <-time.After(timeout):
-		b.t.Fatalf("broker did not exit within %v\n%s", timeout, b.LogTail(80))
+		b.t.Fatalf("broker did not exit within %v (broker log at the end of the test output)", timeout)
 		return -1
 	}
 }

@@ -59,7 +59,7 @@ func TestStartupNoArgs(t *testing.T) {
 	}
 
 	if code := b.Stop(0); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM, want 0\n%s", code, b.LogTail(60))
+		t.Fatalf("exit code %d after SIGTERM, want 0 (broker log at the end of the test output)", code)
 	}
 	if _, err := os.Stat(filepath.Join(b.DataDir, ".kafka_cleanshutdown")); err != nil {
 		t.Errorf("no clean-shutdown marker after SIGTERM: %v", err)
@@ -73,7 +73,7 @@ func TestStartupNoArgs(t *testing.T) {
 		t.Errorf("meta.properties changed across a restart: %v -> %v", meta, again)
 	}
 	if code := b.Stop(0); code != 0 {
-		t.Fatalf("exit code %d after the second SIGTERM, want 0\n%s", code, b.LogTail(60))
+		t.Fatalf("exit code %d after the second SIGTERM, want 0 (broker log at the end of the test output)", code)
 	}
 }
 
@@ -158,7 +158,7 @@ func TestUnknownConfigKey(t *testing.T) {
 			t.Errorf("exit code 0 with an unknown config key, want non-zero")
 		}
 		if !strings.Contains(b.Log(), "kgo.it.no.such.key") {
-			t.Errorf("the output does not name the unknown key kgo.it.no.such.key:\n%s", b.LogTail(40))
+			t.Errorf("the output does not name the unknown key kgo.it.no.such.key (broker log at the end of the test output)")
 		}
 	})
 	t.Run("server.properties", func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestUnknownConfigKey(t *testing.T) {
 			t.Errorf("exit code 0 with an unknown config key, want non-zero")
 		}
 		if !strings.Contains(b.Log(), "kgo.it.bad.prop.key") {
-			t.Errorf("the output does not name the unknown key kgo.it.bad.prop.key:\n%s", b.LogTail(40))
+			t.Errorf("the output does not name the unknown key kgo.it.bad.prop.key (broker log at the end of the test output)")
 		}
 	})
 }
@@ -196,7 +196,7 @@ func TestSigtermThenCleanStart(t *testing.T) {
 	cl.Close()
 
 	if code := b.Stop(0); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM, want 0\n%s", code, b.LogTail(60))
+		t.Fatalf("exit code %d after SIGTERM, want 0 (broker log at the end of the test output)", code)
 	}
 	if _, err := os.Stat(filepath.Join(b.DataDir, ".kafka_cleanshutdown")); err != nil {
 		t.Errorf("no clean-shutdown marker after SIGTERM: %v", err)
