@@ -245,6 +245,7 @@ func (l *Log) loadSegments(o LogOptions) error {
 
 	recoveryPoint := o.RecoveryPoint
 	var prevNext int64 = -1
+	epochsChanged := false
 	for i, base := range bases {
 		s, err := openSegment(l.fs, l.dir, base, cfg, nowMs)
 		if err != nil {
@@ -268,7 +269,7 @@ func (l *Log) loadSegments(o LogOptions) error {
 			truncated, err := s.recover(cfg.IndexIntervalBytes, func(h BatchHeader) {
 				if h.PartitionLeaderEpoch >= 0 {
 					if lt, ok := l.mu.epochs.latest(); !ok || h.PartitionLeaderEpoch > lt.epoch {
-						l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+						epochsChanged = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || epochsChanged
 					}
 				}
 			})
@@ -282,7 +283,16 @@ func (l *Log) loadSegments(o LogOptions) error {
 			if err := s.sync(); err != nil {
 				return err
 			}
-			if truncated > 0 || (prevNext >= 0 && s.size > 0 && s.base < prevNext) {
+			overlaps := prevNext >= 0 && s.size > 0 && s.base < prevNext
+			if overlaps {
+				// a segment starting inside the previous one is garbage
+				s.closeFiles()
+				if err := s.removeFiles(); err != nil {
+					return err
+				}
+				l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
+			}
+			if truncated > 0 || overlaps {
 				// everything after the first corruption is gone (LogLoader.recoverLog)
 				for _, later := range bases[i+1:] {
 					for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
@@ -360,7 +370,9 @@ func (l *Log) loadSegments(o LogOptions) error {
 		l.mu.recoveryPoint = l.mu.leo
 	}
 	l.mu.lastFlushMs = nowMs
-	if l.mu.epochs.truncateFromEnd(l.mu.leo) || l.mu.epochs.truncateFromStart(l.mu.logStartOffset) {
+	endChanged := l.mu.epochs.truncateFromEnd(l.mu.leo)
+	startChanged := l.mu.epochs.truncateFromStart(l.mu.logStartOffset)
+	if endChanged || startChanged || epochsChanged {
 		if err := l.mu.epochs.flush(); err != nil {
 			return err
 		}
