@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/kgo-broker
 
-.PHONY: build test unit integration integration-reference fuzz run clean tools docker
+.PHONY: build test unit integration integration-reference fuzz run clean tools bench docker
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kgo-broker
@@ -30,6 +30,12 @@ integration: build tools
 integration-reference: tools
 	KGO_BROKER_BIN=integration/testdata/kafka-reference-broker KGO_READY_TIMEOUT=180s \
 		$(GO) test -count=1 -timeout 30m -tags integration -v ./integration/...
+
+# Apache Kafka 4.4.0 and kgo-broker side by side (bench/, results in bench/results/):
+# BENCH_QUICK=1 for a smoke test, BENCH_N=<reps>, PROFILE=1 (or scenario ids) for
+# kgo-broker CPU and allocation profiles instead. See docs/PERFORMANCE.md.
+bench: build
+	BENCH_PROFILE="$${BENCH_PROFILE:-$(PROFILE)}" ./bench/run.sh
 
 # Installs Apache Kafka's tool jars (Maven Central, cached) and kcat.
 tools:

@@ -1,0 +1,167 @@
+// Command bench runs Apache Kafka 4.4.0 and kgo-broker side by side on this
+// machine and writes a comparison (bench/results/latest.md, latest.png,
+// latest.json and timestamped copies). It is what `make bench` runs, through
+// bench/run.sh, which installs the tools first.
+//
+// Both brokers are single combined KRaft nodes (process.roles=broker,controller)
+// with the same server.properties apart from ports and data directory, data on
+// the same disk under one temp dir. Every repetition starts both on fresh
+// storage, then runs each scenario against one and then the other (the order
+// flips every repetition: A B, B A, ...), and stops them. Reported figures are
+// medians over the repetitions.
+//
+// Environment:
+//
+//	BENCH_N=3            repetitions
+//	BENCH_QUICK=1        small record counts (smoke test, a few minutes)
+//	BENCH_SCENARIOS=re   only the scenarios whose id matches the regexp
+//	BENCH_PROFILE=id,... profile kgo-broker (CPU + allocations) under those scenarios
+//	                     instead of comparing; "1" = produce-1k-acks1-p8,fetch-1k-p8
+//	BENCH_OUT=dir        results directory (default bench/results)
+//	BENCH_TMP=dir        where the temp data dir goes (default $TMPDIR)
+//	BENCH_KEEP=1         keep the temp dir (logs, data)
+//	BENCH_RECORDS_1K, BENCH_RECORDS_100B, BENCH_E2E_RECORDS   override the sizes
+//	KAFKA_HEAP_OPTS      Apache Kafka's heap (default -Xmx1G -Xms1G, kafka-server-start.sh's)
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type settings struct {
+	Root        string // repository root
+	N           int
+	Quick       bool
+	Only        *regexp.Regexp
+	Profile     []string
+	OutDir      string
+	TmpBase     string
+	Keep        bool
+	Records1K   int64
+	Records100  int64
+	E2ERecords  int
+	KafkaHeap   string
+	ToolTimeout time.Duration
+}
+
+func envInt(name string, def int64) int64 {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			log.Fatalf("%s=%q: want a positive integer", name, v)
+		}
+		return n
+	}
+	return def
+}
+
+func loadSettings() settings {
+	root, err := os.Getwd()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "scripts", "kafka-tool")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			log.Fatal("run bench from inside the kgo-broker repository (scripts/kafka-tool not found)")
+		}
+		root = parent
+	}
+	s := settings{
+		Root:      root,
+		Quick:     os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0",
+		OutDir:    filepath.Join(root, "bench", "results"),
+		TmpBase:   os.Getenv("BENCH_TMP"),
+		Keep:      os.Getenv("BENCH_KEEP") != "" && os.Getenv("BENCH_KEEP") != "0",
+		KafkaHeap: os.Getenv("KAFKA_HEAP_OPTS"),
+	}
+	if s.KafkaHeap == "" {
+		s.KafkaHeap = "-Xmx1G -Xms1G"
+	}
+	if v := os.Getenv("BENCH_OUT"); v != "" {
+		s.OutDir, _ = filepath.Abs(v)
+	}
+	// Sizes: full mode is about 5-10 s per producer run on a 2-core machine, so
+	// that 3 repetitions of everything fit in ~20 minutes.
+	s.N = int(envInt("BENCH_N", 3))
+	if s.Quick {
+		s.Records1K = envInt("BENCH_RECORDS_1K", 20000)
+		s.Records100 = envInt("BENCH_RECORDS_100B", 50000)
+		s.E2ERecords = int(envInt("BENCH_E2E_RECORDS", 500))
+		s.ToolTimeout = 2 * time.Minute
+		if os.Getenv("BENCH_N") == "" {
+			s.N = 1
+		}
+	} else {
+		s.Records1K = envInt("BENCH_RECORDS_1K", 400000)
+		s.Records100 = envInt("BENCH_RECORDS_100B", 2000000)
+		s.E2ERecords = int(envInt("BENCH_E2E_RECORDS", 5000))
+		s.ToolTimeout = 5 * time.Minute
+	}
+	if v := os.Getenv("BENCH_SCENARIOS"); v != "" {
+		s.Only = regexp.MustCompile(v)
+	}
+	if v := os.Getenv("BENCH_PROFILE"); v != "" && v != "0" {
+		if v == "1" || v == "default" {
+			v = "produce-1k-acks1-p8,fetch-1k-p8"
+		}
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				s.Profile = append(s.Profile, id)
+			}
+		}
+	}
+	return s
+}
+
+func main() {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("bench: ")
+	s := loadSettings()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	tmp, err := os.MkdirTemp(s.TmpBase, "kgo-bench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if s.Keep {
+		log.Printf("temp dir (kept): %s", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	if err := os.MkdirAll(s.OutDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+
+	if len(s.Profile) > 0 {
+		if err := runProfiles(ctx, s, tmp); err != nil {
+			log.Printf("profile: %v", err)
+			os.Exit(1)
+		}
+		return
+	}
+	rep, err := runComparison(ctx, s, tmp)
+	if err != nil {
+		log.Printf("%v", err)
+		os.Exit(1)
+	}
+	if err := writeReport(s, rep); err != nil {
+		log.Printf("report: %v", err)
+		os.Exit(1)
+	}
+	fmt.Println(filepath.Join(s.OutDir, "latest.md"))
+}

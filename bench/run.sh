@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make bench: Apache Kafka 4.4.0 and kgo-broker side by side (see bench/main.go).
+#
+#   make bench                       full run (~20 min on 2 cores), results in bench/results/
+#   BENCH_QUICK=1 make bench         smoke test (small record counts, 1 repetition)
+#   make bench PROFILE=1             CPU + allocation profiles of kgo-broker instead
+#   BENCH_N=5 BENCH_SCENARIOS='^produce-1k' make bench
+#
+# Installs what it needs idempotently: Apache Kafka's jars (scripts/install-tools.sh,
+# cached) and gnuplot (Debian gnuplot-nox, for the chart; skipped with a warning
+# when it cannot be installed). Expects bin/kgo-broker built (the Makefile does it).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+
+"$ROOT/scripts/install-tools.sh"
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+	as_root=()
+	[ "$(id -u)" = 0 ] || as_root=(sudo -n)
+	log "installing gnuplot-nox (for bench/results/latest.png)"
+	if ! { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null 2>&1 ||
+		{ "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 &&
+			"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null 2>&1; }; }; then
+		log "WARNING: could not install gnuplot-nox; the report will have no chart"
+	fi
+fi
+
+[ -x "$ROOT/bin/kgo-broker" ] || { log "bin/kgo-broker missing: run make build"; exit 1; }
+go build -o "$ROOT/bin/kgo-bench" ./bench
+log "uptime: $(uptime)"
+exec "$ROOT/bin/kgo-bench" "$@"
