@@ -467,7 +467,7 @@ func (b *Broker) WaitExit(timeout time.Duration) int {
 // ExitCode of the last process: -1 while running or when killed by a signal.
 func (b *Broker) ExitCode() int {
 	cmd, done := b.current()
-	if cmd == nil || !isClosed(done) {
+	if cmd == nil || !isClosed(done) || cmd.ProcessState == nil {
 		return -1
 	}
 	return cmd.ProcessState.ExitCode()
