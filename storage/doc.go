@@ -127,7 +127,9 @@
 //	orders 1 1432
 //
 // .kafka_cleanshutdown (CleanShutdownFileHandler.java), written last by
-// Manager.Close and removed at startup: {"version":0,"brokerEpoch":N}.
+// Manager.Close and removed at startup. Kafka serializes a HashMap<String,String>
+// with Jackson, so the bytes are {"broker_epoch":"N","version":"0"} (string values,
+// HashMap key order); its existence is what marks a clean shutdown.
 //
 // Every checkpoint is written to <name>.tmp, fsynced, renamed and the directory
 // fsynced. All file I/O goes through storage/vfs, so tests run on an in-memory file

@@ -20,6 +20,8 @@ import (
 )
 
 // Per-log-dir files (LogManager.scala, CleanShutdownFileHandler.java).
+// .kafka_cleanshutdown holds {"broker_epoch":"N","version":"0"}: Jackson's rendering
+// of CleanShutdownFileHandler's HashMap<String,String> (string values).
 const (
 	RecoveryPointCheckpointFile  = "recovery-point-offset-checkpoint"
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
@@ -77,9 +79,30 @@ type managedLog struct {
 	dir string // the log dir holding it
 }
 
-type cleanShutdown struct {
-	Version     int   `json:"version"`
-	BrokerEpoch int64 `json:"brokerEpoch"`
+// cleanShutdownJSON is what CleanShutdownFileHandler writes: a Jackson-serialized
+// HashMap<String,String>, so string values, keys in HashMap order.
+func cleanShutdownJSON(brokerEpoch int64) []byte {
+	return []byte(`{"broker_epoch":"` + strconv.FormatInt(brokerEpoch, 10) + `","version":"0"}`)
+}
+
+// parseCleanShutdown reads the broker epoch from the marker; it also accepts numbers
+// and a camel-case key. ok is false when the content is not JSON.
+func parseCleanShutdown(data []byte) (int64, bool) {
+	var m map[string]any
+	if json.Unmarshal(data, &m) != nil {
+		return -1, false
+	}
+	for _, k := range []string{"broker_epoch", "brokerEpoch"} {
+		switch v := m[k].(type) {
+		case string:
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n, true
+			}
+		case float64:
+			return int64(v), true
+		}
+	}
+	return -1, true
 }
 
 // OpenManager loads every partition directory under each log dir, recovering logs
@@ -146,10 +169,10 @@ func (m *Manager) loadDir(dir string) error {
 	}
 	clean := false
 	if data, err := vfs.ReadFile(fs, filepath.Join(dir, CleanShutdownFile)); err == nil {
-		var cs cleanShutdown
-		if json.Unmarshal(data, &cs) == nil {
-			clean = true
-			m.prevEpoch = max(m.prevEpoch, cs.BrokerEpoch)
+		// Kafka trusts the file's existence; its content only carries the epoch
+		clean = true
+		if epoch, ok := parseCleanShutdown(data); ok {
+			m.prevEpoch = max(m.prevEpoch, epoch)
 		}
 	} else if !os.IsNotExist(err) {
 		return err
@@ -579,7 +602,7 @@ func (m *Manager) Close() error {
 	if err != nil {
 		return err
 	}
-	data, _ := json.Marshal(cleanShutdown{Version: 0, BrokerEpoch: epoch})
+	data := cleanShutdownJSON(epoch)
 	for _, dir := range m.o.LogDirs {
 		if err := vfs.WriteFileAtomic(m.o.FS, filepath.Join(dir, CleanShutdownFile), data); err != nil {
 			return err

@@ -46,7 +46,7 @@ func TestManagerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker, err := vfs.ReadFile(fs, "/d1/"+CleanShutdownFile)
-	if err != nil || string(marker) != `{"version":0,"brokerEpoch":9}` {
+	if err != nil || string(marker) != `{"broker_epoch":"9","version":"0"}` {
 		t.Fatalf("marker %q %v", marker, err)
 	}
 	all := map[string]bool{}
@@ -107,5 +107,20 @@ func TestConfigFromMap(t *testing.T) {
 	}
 	if _, err := ConfigFromMap(map[string]string{"cleanup.policy": "forever"}); err == nil {
 		t.Fatal("bad policy accepted")
+	}
+}
+
+func TestParseCleanShutdown(t *testing.T) {
+	for in, want := range map[string]int64{
+		`{"broker_epoch":"12","version":"0"}`: 12,
+		`{"version":0,"brokerEpoch":7}`:       7,
+		`{"version":"0"}`:                     -1,
+	} {
+		if got, ok := parseCleanShutdown([]byte(in)); !ok || got != want {
+			t.Errorf("%s: %d %v", in, got, ok)
+		}
+	}
+	if _, ok := parseCleanShutdown([]byte("garbage")); ok {
+		t.Error("garbage parsed")
 	}
 }
