@@ -124,6 +124,7 @@ type Core struct {
 	lastContact    int64 // last successful contact with the leader of this epoch
 
 	// Leader
+	hwKnown      bool // the high watermark was established in this epoch
 	epochStart   int64
 	replicas     map[int32]*replicaState // voters (not self) and observers with ids
 	parked       []parkedFetch
@@ -321,7 +322,7 @@ func (c *Core) leaveRole() {
 		// answer parked fetches: we are no longer the leader
 		for _, p := range c.parked {
 			c.send(Message{Type: MsgFetchResp, To: p.req.From, ID: p.req.ID, Epoch: c.epoch, LeaderID: NoLeader,
-				Error: errNotLeaderOrFollower, HighWatermark: c.hw, ReadFrom: -1})
+				Error: errNotLeaderOrFollower, HighWatermark: c.advertisedHW(), ReadFrom: -1})
 		}
 		c.parked = nil
 		c.replicas = nil
@@ -443,6 +444,7 @@ func (c *Core) becomeLeader() {
 		}
 	}
 	c.checkQuorum = c.now + c.checkQuorumTimeout()
+	c.hwKnown = false
 	// The epoch starts with a LeaderChange control record.
 	c.epochStart = c.leo
 	lcm := kmsg.NewLeaderChangeMessage()
@@ -560,9 +562,10 @@ func (c *Core) truncate(offset int64) {
 
 func (c *Core) setHW(hw int64) {
 	if hw <= c.hw {
-		if hw < c.hw {
-			// followers may learn a lower value from a new leader: ignore it
-			return
+		if hw >= 0 && hw < c.hw {
+			// A leader only counts offsets past its epoch start, which is
+			// past everything committed before: a lower value is a bug.
+			c.fail(violation("replica %d high watermark going back from %d to %d", c.id, c.hw, hw))
 		}
 		return
 	}

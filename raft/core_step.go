@@ -217,7 +217,17 @@ func (c *Core) handleEndQuorumEpoch(m Message) {
 
 func (c *Core) fetchResp(m Message) Message {
 	return Message{Type: MsgFetchResp, To: m.From, ID: m.ID, Epoch: c.epoch, LeaderID: c.advertisedLeader(),
-		HighWatermark: c.hw, ReadFrom: -1}
+		HighWatermark: c.advertisedHW(), ReadFrom: -1}
+}
+
+// advertisedHW is the high watermark a leader tells followers: unknown (-1)
+// until it is established in the leader's epoch, as the value carried over
+// from its follower days may be behind what a follower already knows.
+func (c *Core) advertisedHW() int64 {
+	if c.role == RoleLeader && !c.hwKnown {
+		return -1
+	}
+	return c.hw
 }
 
 func (c *Core) handleFetch(m Message) {
@@ -300,7 +310,8 @@ func (c *Core) maybeAdvanceHW() {
 	slices.Sort(offs)
 	slices.Reverse(offs)
 	cand := offs[len(c.voters)/2]
-	if cand > c.epochStart && cand > c.hw {
+	if cand > c.epochStart && cand >= c.hw {
+		c.hwKnown = true
 		c.setHW(cand)
 	}
 }
