@@ -8,7 +8,7 @@
 #   3. builds it with `docker build` when a Docker daemon answers, else with
 #      `podman build --format docker` (HEALTHCHECK is a docker-format field) using
 #      docker/containers.conf (scripts/install-podman.sh installs podman).
-# Environment: IMAGE (default kgo-broker:latest; also tagged kgo-broker:<version>),
+# Environment: IMAGE (default kgo-broker:latest, then also tagged kgo-broker:<version>),
 # ENGINE (docker or podman, default: detected), GO, VERSION, GOARCH.
 # Prints the image id on stdout.
 set -euo pipefail
@@ -49,12 +49,21 @@ chmod 0644 "$CTX/rootfs/etc/passwd" "$CTX/rootfs/etc/group" "$CTX/rootfs/etc/kaf
 chmod 0755 "$CTX/home/appuser" "$CTX/kafka/data"
 
 args=(build --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" -t "$IMAGE")
-tag=${IMAGE%:*}:${VERSION//[^A-Za-z0-9_.-]/_}
-[ "$tag" != "$IMAGE" ] && args+=(-t "$tag")
-[ "$ENG" = podman ] && args+=(--format docker)
+tags=$IMAGE
+if [ "${IMAGE##*:}" = latest ]; then # kgo-broker:latest is also tagged kgo-broker:<version>
+	tag=${IMAGE%:*}:${VERSION//[^A-Za-z0-9_.-]/_}
+	args+=(-t "$tag")
+	tags="$IMAGE $tag"
+fi
+[ "$ENG" = podman ] && args+=(--format docker --layers=false) # no intermediate images left behind
+old=$("$ENG" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 log "$ENG ${args[*]} $CTX"
 "$ENG" "${args[@]}" "$CTX" >&2
 id=$("$ENG" image inspect --format '{{.Id}}' "$IMAGE")
+# The image this build replaced, if nothing else refers to it now.
+if [ -n "$old" ] && [ "$old" != "$id" ] && [ -z "$("$ENG" image inspect --format '{{join .RepoTags ","}}' "$old" 2>/dev/null)" ]; then
+	"$ENG" rmi "$old" >/dev/null 2>&1 || true
+fi
 size=$("$ENG" image inspect --format '{{.Size}}' "$IMAGE")
-log "built $IMAGE ($tag): $((size / 1024 / 1024)) MiB ($size bytes)"
+log "built $tags: $((size / 1024 / 1024)) MiB ($size bytes)"
 echo "$id"

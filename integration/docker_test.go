@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +28,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// dockerImage is the tag the test builds (not :latest, which `make docker` owns).
-const dockerImage = "kgo-broker:integration-test"
+// dockerImage is the tag the test builds, removed at the end (not :latest, which
+// `make docker` owns); unique per test process.
+var dockerImage = fmt.Sprintf("kgo-broker:it-%d", os.Getpid())
 
 // composeSingleNodeEnv is the environment of apache/kafka's single-node compose
 // example, unchanged.
@@ -200,6 +202,7 @@ func TestDocker(t *testing.T) {
 	}
 	e := requireContainerEngine(t)
 	requireKafkaTools(t)
+	lockDockerTest(t)
 	if !portFree(9092) {
 		t.Skip("SKIP: port 9092 is in use; the image advertises localhost:9092")
 	}
@@ -348,6 +351,25 @@ func TestDocker(t *testing.T) {
 		}
 	})
 
+	// KGO_DOCKER_STARTUP_RUNS=N: time from `run` to the first Metadata, N fresh
+	// containers with no environment (first start: format included).
+	t.Run("startup-time", func(t *testing.T) {
+		n, _ := strconv.Atoi(os.Getenv("KGO_DOCKER_STARTUP_RUNS"))
+		if n <= 0 {
+			t.Skip("SKIP: set KGO_DOCKER_STARTUP_RUNS=N to measure")
+		}
+		var ds []time.Duration
+		for i := 0; i < n; i++ {
+			name, start := e.startContainer(fmt.Sprintf("startup%d", i))
+			ds = append(ds, waitContainerMetadata(t, e, name, start))
+			e.must(60*time.Second, "rm", "-f", "-v", name)
+		}
+		sorted := append([]time.Duration(nil), ds...)
+		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+		t.Logf("run to first Metadata over %d runs: median %v, min %v, max %v (all: %v)", n,
+			sorted[n/2].Round(time.Millisecond), sorted[0].Round(time.Millisecond), sorted[n-1].Round(time.Millisecond), ds)
+	})
+
 	// A bad variable stops the container with a message naming it.
 	t.Run("bad-variable", func(t *testing.T) {
 		args := []string{"run", "--rm", "--name", e.tag + "-bad"}
@@ -366,6 +388,25 @@ func TestDocker(t *testing.T) {
 		}
 		t.Logf("exit code %d: %s", r.ExitCode, tail(strings.TrimSpace(r.Stdout+r.Stderr), 2))
 	})
+}
+
+// lockDockerTest serializes TestDocker across test processes on this machine (they
+// all need host port 9092): it waits up to 5 minutes for the lock, then skips.
+func lockDockerTest(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "kgo-broker-docker-test.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Skip("SKIP: another TestDocker held the lock for 5 minutes")
+		}
+		time.Sleep(time.Second)
+	}
+	t.Cleanup(func() { f.Close() }) // releases the lock
 }
 
 // consumeThree reads the three records the defaults subtest wrote.
