@@ -82,7 +82,12 @@ func (l *lifecycle) run(ctx context.Context) {
 func (l *lifecycle) register(ctx context.Context) error {
 	req := *l.registration
 	l.mu.Lock()
-	req.PreviousBrokerEpoch = l.mu.epoch
+	if l.mu.epoch >= 0 {
+		// Re-registering after losing the session: our last epoch. On the
+		// first registration the template carries the epoch from the
+		// clean-shutdown marker (KIP-966), or -1.
+		req.PreviousBrokerEpoch = l.mu.epoch
+	}
 	l.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

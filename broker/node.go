@@ -14,6 +14,7 @@ import (
 
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/controller"
+	"github.com/kgo-broker/kgo-broker/group"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/raft"
@@ -134,15 +135,22 @@ func (n *Node) start(ctx context.Context) error {
 
 	if cfg.ProcessRoles.IsBroker() {
 		logs, err := storage.OpenManager(storage.ManagerOptions{
-			FS:      n.nc.FS,
-			LogDirs: cfg.LogDirs,
-			Now:     now,
-			Logger:  n.logger.Named("storage"),
+			FS:                        n.nc.FS,
+			LogDirs:                   cfg.LogDirs,
+			Now:                       now,
+			Logger:                    n.logger.Named("storage"),
+			FlushCheckIntervalMs:      cfg.Long("log.flush.scheduler.interval.ms"),
+			RecoveryCheckpointMs:      int64(cfg.Int("log.flush.offset.checkpoint.interval.ms")),
+			LogStartCheckpointMs:      int64(cfg.Int("log.flush.start.offset.checkpoint.interval.ms")),
+			RetentionCheckIntervalMs:  cfg.Long("log.retention.check.interval.ms"),
+			RecoveryThreadsPerDataDir: int(cfg.Int("num.recovery.threads.per.data.dir")),
 		})
 		if err != nil {
 			return fmt.Errorf("opening log dirs: %w", err)
 		}
 		n.logs = logs
+		// Flush, checkpoint and retention work (LogManager's scheduler).
+		logs.Start(time.Second)
 	}
 
 	n.broker = &Broker{
@@ -198,6 +206,15 @@ func (n *Node) start(ctx context.Context) error {
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)
+
+	// The group coordinator follows the __consumer_offsets leaders after
+	// the replica manager (group/doc.go).
+	gc := group.FromBrokerConfig(cfg)
+	gc.Store = &group.ReplicaStore{Replicas: n.replicas, Logs: n.logs, TimeoutMs: cfg.Int("offsets.commit.timeout.ms")}
+	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
+	n.broker.groups = group.New(gc)
+	n.cache.Subscribe(n.broker.groups.OnImage)
+	n.broker.groups.OnImage(nil, n.cache.Image())
 
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
@@ -314,6 +331,9 @@ func (n *Node) registration() *kmsg.BrokerRegistrationRequest {
 		}
 	}
 	req.PreviousBrokerEpoch = -1
+	if n.logs != nil {
+		req.PreviousBrokerEpoch = n.logs.PreviousBrokerEpoch()
+	}
 	return req
 }
 
@@ -354,6 +374,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 	}
 	// Closing the replica manager first answers parked long-poll fetches
 	// and acks=all produces at once, so draining the listeners is quick.
+	if n.broker != nil && n.broker.groups != nil {
+		n.broker.groups.Close()
+	}
 	if n.replicas != nil {
 		n.replicas.Close()
 	}
@@ -366,6 +389,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 		n.cancel()
 	}
 	if n.logs != nil {
+		if n.lifecycle != nil {
+			n.logs.SetBrokerEpoch(n.lifecycle.epoch())
+		}
 		if err := n.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing logs: %w", err))
 		}
