@@ -122,7 +122,7 @@ func newBroker(s settings, k kind, dir string) (*broker, error) {
 	return b, nil
 }
 
-func (b *broker) kgoBin(s settings) string { return filepath.Join(s.Root, "bin", "kgo-broker") }
+func (b *broker) kgoBin(s settings) string { return s.KgoBin }
 func kafkaTool(s settings) string          { return filepath.Join(s.Root, "scripts", "kafka-tool") }
 
 // format formats the storage (not timed): kafka-storage.sh format, or kgo-broker's

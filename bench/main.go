@@ -20,6 +20,8 @@
 //	BENCH_OUT=dir        results directory (default bench/results)
 //	BENCH_TMP=dir        where the temp data dir goes (default $TMPDIR)
 //	BENCH_KEEP=1         keep the temp dir (logs, data)
+//	BENCH_KGO_BIN=path   the kgo-broker binary (default bin/kgo-broker; run.sh sets it
+//	                     with BENCH_CLEAN=1), BENCH_KGO_COMMIT its label in the report
 //	BENCH_RECORDS_1K, BENCH_RECORDS_100B, BENCH_E2E_RECORDS   override the sizes
 //	KAFKA_HEAP_OPTS      Apache Kafka's heap (default -Xmx1G -Xms1G, kafka-server-start.sh's)
 package main
@@ -40,6 +42,7 @@ import (
 
 type settings struct {
 	Root        string // repository root
+	KgoBin      string // kgo-broker binary (BENCH_KGO_BIN, default bin/kgo-broker)
 	N           int
 	Quick       bool
 	Only        *regexp.Regexp
@@ -87,6 +90,10 @@ func loadSettings() settings {
 		TmpBase:   os.Getenv("BENCH_TMP"),
 		Keep:      os.Getenv("BENCH_KEEP") != "" && os.Getenv("BENCH_KEEP") != "0",
 		KafkaHeap: os.Getenv("KAFKA_HEAP_OPTS"),
+	}
+	s.KgoBin = os.Getenv("BENCH_KGO_BIN")
+	if s.KgoBin == "" {
+		s.KgoBin = filepath.Join(root, "bin", "kgo-broker")
 	}
 	if s.KafkaHeap == "" {
 		s.KafkaHeap = "-Xmx1G -Xms1G"

@@ -105,7 +105,9 @@ func runProfiles(ctx context.Context, s settings, tmp string) error {
 					return
 				}
 				runs++
-				logResult(rep, sc, kgo, r)
+				if runs <= 3 || runs%50 == 0 {
+					logResult(rep, sc, kgo, r)
+				}
 			}
 		}()
 		err := <-done
@@ -120,7 +122,7 @@ func runProfiles(ctx context.Context, s settings, tmp string) error {
 		if err := get(base+"allocs", filepath.Join(outDir, id+"-allocs-after.pb.gz")); err != nil {
 			return err
 		}
-		bin := filepath.Join(s.Root, "bin", "kgo-broker")
+		bin := s.KgoBin
 		tops := []struct {
 			file string
 			args []string

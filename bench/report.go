@@ -68,10 +68,13 @@ func machineInfo(dir string) map[string]string {
 
 func versions(s settings) map[string]string {
 	v := map[string]string{}
-	v["kgo-broker"] = cmdOut(filepath.Join(s.Root, "bin", "kgo-broker"), "version")
-	commit := cmdOut("git", "-C", s.Root, "rev-parse", "--short=12", "HEAD")
-	if st := cmdOut("git", "-C", s.Root, "status", "--porcelain", "--untracked-files=no"); st != "" && st != "?" {
-		commit += " (work tree has uncommitted changes)"
+	v["kgo-broker"] = cmdOut(s.KgoBin, "version")
+	commit := os.Getenv("BENCH_KGO_COMMIT")
+	if commit == "" {
+		commit = cmdOut("git", "-C", s.Root, "rev-parse", "--short=12", "HEAD")
+		if st := cmdOut("git", "-C", s.Root, "status", "--porcelain"); st != "" && st != "?" {
+			commit += " + the work tree's uncommitted changes (BENCH_CLEAN=1 measures HEAD alone)"
+		}
 	}
 	v["commit"] = commit
 	kv := "?"

@@ -5,6 +5,7 @@
 #   BENCH_QUICK=1 make bench         smoke test (small record counts, 1 repetition)
 #   make bench PROFILE=1             CPU + allocation profiles of kgo-broker instead
 #   BENCH_N=5 BENCH_SCENARIOS='^produce-1k' make bench
+#   BENCH_CLEAN=1 make bench         measure HEAD as committed (not the work tree)
 #
 # Installs what it needs idempotently: Apache Kafka's jars (scripts/install-tools.sh,
 # cached) and gnuplot (Debian gnuplot-nox, for the chart; skipped with a warning
@@ -28,7 +29,19 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 	fi
 fi
 
-[ -x "$ROOT/bin/kgo-broker" ] || { log "bin/kgo-broker missing: run make build"; exit 1; }
+# BENCH_CLEAN=1: measure HEAD as committed, not the work tree (others' uncommitted
+# changes): build it from `git archive HEAD` into bin/kgo-broker-bench.
+if [ "${BENCH_CLEAN:-0}" != 0 ]; then
+	src=$(mktemp -d)
+	trap 'rm -rf "$src"' EXIT
+	git -C "$ROOT" archive HEAD | tar -x -C "$src"
+	(cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$ROOT/bin/kgo-broker-bench" ./cmd/kgo-broker)
+	export BENCH_KGO_BIN=$ROOT/bin/kgo-broker-bench
+	BENCH_KGO_COMMIT="$(git -C "$ROOT" rev-parse --short=12 HEAD) (clean build of HEAD, BENCH_CLEAN=1)"
+	export BENCH_KGO_COMMIT
+	log "measuring a clean build of HEAD: $BENCH_KGO_COMMIT"
+fi
+[ -x "${BENCH_KGO_BIN:-$ROOT/bin/kgo-broker}" ] || { log "bin/kgo-broker missing: run make build"; exit 1; }
 go build -o "$ROOT/bin/kgo-bench" ./bench
 log "uptime: $(uptime)"
-exec "$ROOT/bin/kgo-bench" "$@"
+"$ROOT/bin/kgo-bench" "$@"
