@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -333,6 +335,7 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 	r.CPU = after.CPU - before.CPU
 	r.Wall = tr.Wall
 	r.Raw = tr.Out
+	_ = os.WriteFile(filepath.Join(b.Dir, fmt.Sprintf("%s-r%d.out", sc.ID, rep)), []byte(tr.Out), 0o644)
 	if tr.Wall > 0 {
 		foreign := sysCPU - r.CPU - (othersAfter - othersBefore) - tr.ChildCPU - self
 		if foreign < 0 {
