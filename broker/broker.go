@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/group"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
@@ -42,6 +43,7 @@ type Broker struct {
 	meta     *metadatacache.Cache
 	replicas *replication.ReplicaManager
 	forward  *controllerChannel
+	groups   *group.Coordinator // group coordinator (group/); nil without the broker role
 
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.

@@ -277,10 +277,9 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 		resp kmsg.Response
 		err  error
 	)
-	switch req.Key {
-	case 52, 53, 54, 1, 59, 55: // Vote, Begin/EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum
+	if _, isRaft := raft.ServedVersions[req.Key]; isRaft {
 		resp, err = n.raft.HandleRequest(ctx, req.Msg)
-	default:
+	} else {
 		resp, err = n.ctrl.Handle(ctx, req.Msg)
 	}
 	if err != nil {

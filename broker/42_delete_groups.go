@@ -1,0 +1,36 @@
+package broker
+
+// DeleteGroups: v0-2 (group.Coordinator.DeleteGroups)
+//
+// Behavior:
+//   - Per group: GROUP_ID_NOT_FOUND (unknown or dead), NON_EMPTY_GROUP (a
+//     group with members), INVALID_GROUP_ID, NOT_COORDINATOR,
+//     COORDINATOR_LOAD_IN_PROGRESS. A deleted group's offsets and metadata
+//     get tombstones in __consumer_offsets.
+//
+// Version notes: v1 no change; v2 flexible.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() { regKey(42, 0, 2, onBroker, handleDeleteGroups) }
+
+func handleDeleteGroups(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	r := req.Msg.(*kmsg.DeleteGroupsRequest)
+	if b.groups == nil {
+		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for _, g := range r.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, kerr.NotCoordinator.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return protocol.Response{Msg: resp}, nil
+	}
+	return protocol.Response{Msg: b.groups.DeleteGroups(r)}, nil
+}

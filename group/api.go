@@ -1,0 +1,453 @@
+package group
+
+// The coordinator's API: one method per Kafka group API, taking the
+// decoded request and returning the response for the request's version.
+// The broker's handler files (broker/08_*.go ... 69_*.go) call these.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topicKnown reports whether topic-partition exists in the metadata
+// image (KafkaApis answers UNKNOWN_TOPIC_OR_PARTITION for the rest).
+func (c *Coordinator) topicKnown() func(string, int32) bool {
+	img := c.cfg.Image()
+	return func(topic string, p int32) bool {
+		t := img.TopicByName(topic)
+		return t != nil && t.Partition(p) != nil
+	}
+}
+
+// JoinGroup serves JoinGroup v0-9; it parks until the join phase
+// completes or ctx ends.
+func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string) *kmsg.JoinGroupResponse {
+	fail := func(err error) *kmsg.JoinGroupResponse {
+		r := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		r.ErrorCode, r.MemberID, r.Generation = code(err), req.MemberID, -1
+		return r
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID)
+	}
+	st := msDuration(req.SessionTimeoutMillis)
+	if st < c.cfg.MinSessionTimeout || st > c.cfg.MaxSessionTimeout {
+		return fail(kerr.InvalidSessionTimeout)
+	}
+	var ch chan *kmsg.JoinGroupResponse
+	err := c.with(req.Group, func(s *shard) error {
+		ch = s.classicJoin(joinRequest{req: req, clientID: clientID, clientHost: clientHost})
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	select {
+	case r := <-ch:
+		r.Version = req.Version
+		if r.ErrorCode != 0 && r.Generation == 0 {
+			r.Generation = -1
+		}
+		return r
+	case <-ctx.Done():
+		return fail(kerr.RebalanceInProgress)
+	}
+}
+
+// SyncGroup serves SyncGroup v0-5; followers park until the leader's
+// assignment is stored.
+func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	fail := func(err error) *kmsg.SyncGroupResponse {
+		r := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		r.ErrorCode, r.MemberAssignment = code(err), []byte{}
+		return r
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID)
+	}
+	var ch chan *kmsg.SyncGroupResponse
+	err := c.with(req.Group, func(s *shard) error {
+		ch = s.classicSync(req)
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	select {
+	case r := <-ch:
+		r.Version = req.Version
+		if r.MemberAssignment == nil {
+			r.MemberAssignment = []byte{}
+		}
+		return r
+	case <-ctx.Done():
+		return fail(kerr.RebalanceInProgress)
+	}
+}
+
+// Heartbeat serves Heartbeat v0-4.
+func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	r := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if req.Group == "" {
+		r.ErrorCode = kerr.InvalidGroupID.Code
+		return r
+	}
+	r.ErrorCode = code(c.with(req.Group, func(s *shard) error {
+		if cg := s.cgs[req.Group]; cg != nil {
+			return s.classicHeartbeatToConsumerGroup(cg, req)
+		}
+		return s.classicHeartbeat(req)
+	}))
+	return r
+}
+
+// LeaveGroup serves LeaveGroup v0-5 (v3+ batched members).
+func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	r := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	members := make([]leaveMember, 0, len(req.Members)+1)
+	if req.Version < 3 {
+		members = append(members, leaveMember{memberID: req.MemberID})
+	} else {
+		for _, m := range req.Members {
+			members = append(members, leaveMember{memberID: m.MemberID, instanceID: m.InstanceID})
+		}
+	}
+	if req.Group == "" {
+		r.ErrorCode = kerr.InvalidGroupID.Code
+		return r
+	}
+	var errs []error
+	err := c.with(req.Group, func(s *shard) error {
+		var top error
+		if cg := s.cgs[req.Group]; cg != nil {
+			top, errs = s.classicLeaveConsumerGroup(cg, members)
+		} else {
+			top, errs = s.classicLeave(req.Group, members)
+		}
+		return top
+	})
+	if err != nil {
+		r.ErrorCode = code(err)
+		return r
+	}
+	if req.Version < 3 {
+		if len(errs) > 0 {
+			r.ErrorCode = code(errs[0])
+		}
+		return r
+	}
+	for i, m := range req.Members {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, code(errs[i])
+		r.Members = append(r.Members, rm)
+	}
+	return r
+}
+
+// OffsetCommit serves OffsetCommit v2-9.
+func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	r := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	known := c.topicKnown()
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if !known(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	setAll := func(err error) {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if r.Topics[i].Partitions[j].ErrorCode == 0 {
+					r.Topics[i].Partitions[j].ErrorCode = code(err)
+				}
+			}
+		}
+	}
+	if req.Group == "" {
+		setAll(kerr.InvalidGroupID)
+		return r
+	}
+	if err := c.with(req.Group, func(s *shard) error {
+		s.commitOffsets(req, known, r)
+		return nil
+	}); err != nil {
+		setAll(err)
+	}
+	return r
+}
+
+// OffsetFetch serves OffsetFetch v1-9 (v8+ several groups).
+func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	r := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			topics := make([]kmsg.OffsetFetchRequestTopic, len(g.Topics))
+			for i, t := range g.Topics {
+				topics[i] = kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions}
+			}
+			ts, err := c.fetchGroup(g.Group, g.MemberID, g.MemberEpoch, topics, g.Topics == nil)
+			rg.Topics, rg.ErrorCode = ts, code(err)
+			r.Groups = append(r.Groups, rg)
+		}
+		return r
+	}
+	ts, err := c.fetchGroup(req.Group, nil, -1, req.Topics, req.Topics == nil && req.Version >= 2)
+	if err != nil {
+		r.ErrorCode = code(err)
+		if req.Version < 2 {
+			for _, t := range req.Topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code(err)
+					md := ""
+					rp.Metadata = &md
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+		return r
+	}
+	for _, t := range ts {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	return r
+}
+
+func (c *Coordinator) fetchGroup(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]kmsg.OffsetFetchResponseGroupTopic, error) {
+	if group == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	var out []kmsg.OffsetFetchResponseGroupTopic
+	err := c.with(group, func(s *shard) error {
+		var err error
+		out, err = s.fetchOffsets(group, memberID, epoch, topics, all)
+		return err
+	})
+	return out, err
+}
+
+// OffsetDelete serves OffsetDelete v0.
+func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	r := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	known := c.topicKnown()
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if !known(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	if req.Group == "" {
+		r.ErrorCode = kerr.InvalidGroupID.Code
+		r.Topics = nil
+		return r
+	}
+	if err := c.with(req.Group, func(s *shard) error { return s.deleteOffsets(req, r, known) }); err != nil {
+		r.ErrorCode = code(err)
+		r.Topics = nil
+	}
+	return r
+}
+
+// groupSummary is one group as ListGroups shows it.
+type groupSummary struct {
+	id, protocolType, state, typ string
+}
+
+// ListGroups serves ListGroups v0-5: the groups of every loaded shard,
+// filtered by state (v4+) and type (v5+), case-insensitively.
+func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	r := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	states := lowerSet(req.StatesFilter)
+	types := lowerSet(req.TypesFilter)
+	var all []groupSummary
+	for _, s := range c.allShards() {
+		s.mu.Lock()
+		switch s.state {
+		case shardLoading:
+			r.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		case shardActive:
+			for id, g := range s.groups {
+				pt := ""
+				if g.protocolType != nil {
+					pt = *g.protocolType
+				}
+				all = append(all, groupSummary{id, pt, g.state.String(), "classic"})
+			}
+			for id, g := range s.cgs {
+				all = append(all, groupSummary{id, "consumer", g.stateString(), "consumer"})
+			}
+		}
+		s.mu.Unlock()
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+	for _, g := range all {
+		if len(states) > 0 && !states[strings.ToLower(g.state)] || len(types) > 0 && !types[g.typ] {
+			continue
+		}
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.id, g.protocolType, g.state, g.typ
+		r.Groups = append(r.Groups, rg)
+	}
+	return r
+}
+
+func lowerSet(in []string) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range in {
+		out[strings.ToLower(s)] = true
+	}
+	return out
+}
+
+// DescribeGroups serves DescribeGroups v0-6 for classic groups.
+func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	r := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		rg.AuthorizedOperations = -2147483648
+		if id == "" {
+			rg.ErrorCode = kerr.InvalidGroupID.Code
+			r.Groups = append(r.Groups, rg)
+			continue
+		}
+		err := c.with(id, func(s *shard) error {
+			g := s.groups[id]
+			if g == nil {
+				rg.State = "Dead"
+				msg := fmt.Sprintf("Group %s not found.", id)
+				if s.cgs[id] != nil {
+					msg = fmt.Sprintf("Group %s is not a classic group.", id)
+				}
+				if req.Version >= 6 {
+					rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+				}
+				return nil
+			}
+			rg.State = g.state.String()
+			if g.protocolType != nil {
+				rg.ProtocolType = *g.protocolType
+			}
+			stable := g.state == stStable && g.protocolName != nil
+			if stable {
+				rg.Protocol = *g.protocolName
+			}
+			for _, m := range g.allMembers() {
+				rm := kmsg.NewDescribeGroupsResponseGroupMember()
+				rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
+				rm.ProtocolMetadata, rm.MemberAssignment = []byte{}, []byte{}
+				if stable {
+					if md := m.metadata(*g.protocolName); md != nil {
+						rm.ProtocolMetadata = md
+					}
+					if m.assignment != nil {
+						rm.MemberAssignment = m.assignment
+					}
+				}
+				rg.Members = append(rg.Members, rm)
+			}
+			return nil
+		})
+		if err != nil {
+			rg.ErrorCode = code(err)
+		}
+		r.Groups = append(r.Groups, rg)
+	}
+	return r
+}
+
+// DeleteGroups serves DeleteGroups v0-2.
+func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	r := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		if id == "" {
+			rg.ErrorCode = kerr.InvalidGroupID.Code
+		} else {
+			rg.ErrorCode = code(c.with(id, func(s *shard) error { return s.deleteGroup(id) }))
+		}
+		r.Groups = append(r.Groups, rg)
+	}
+	return r
+}
+
+// deleteGroup removes an empty group and its offsets.
+func (s *shard) deleteGroup(id string) error {
+	var recs []record
+	for topic, parts := range s.offsets[id] {
+		for p := range parts {
+			recs = append(recs, record{Key: offsetCommitKey(id, topic, p)})
+		}
+	}
+	switch {
+	case s.groups[id] != nil:
+		g := s.groups[id]
+		switch g.state {
+		case stDead:
+			return kerr.GroupIDNotFound
+		case stStable, stPreparingRebalance, stCompletingRebalance:
+			return kerr.NonEmptyGroup
+		}
+		recs = append(recs, record{Key: groupMetadataKey(id)})
+	case s.cgs[id] != nil:
+		cg := s.cgs[id]
+		if !cg.isEmpty() {
+			return kerr.NonEmptyGroup
+		}
+		recs = append(recs, s.consumerGroupTombstones(cg)...)
+	default:
+		return kerr.GroupIDNotFound
+	}
+	if err := s.write(recs); err != nil {
+		return err
+	}
+	delete(s.offsets, id)
+	if g := s.groups[id]; g != nil {
+		g.transition(stDead, s.nowMs())
+	}
+	delete(s.groups, id)
+	if cg := s.cgs[id]; cg != nil {
+		s.cancelConsumerGroupTimers(cg)
+	}
+	delete(s.cgs, id)
+	return nil
+}
+
+// IsCoordinatorError reports whether err means the client should look the
+// coordinator up again.
+func IsCoordinatorError(err error) bool {
+	return errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)
+}

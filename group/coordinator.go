@@ -1,0 +1,432 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+)
+
+// Config configures a Coordinator. Zero durations and sizes take Kafka's
+// defaults.
+type Config struct {
+	NodeID int32
+	Store  Store
+	Clock  Clock
+	Logger *zap.Logger
+	// Image returns the current metadata image: the __consumer_offsets
+	// partition leaders, and the topics offsets are committed for.
+	Image func() *metadatacache.Image
+	// Controller creates __consumer_offsets on first use (CreateTopics).
+	Controller kmsg.Requestor
+
+	OffsetsTopicPartitions        int32         // offsets.topic.num.partitions (50)
+	OffsetsTopicReplicationFactor int16         // offsets.topic.replication.factor (3)
+	OffsetsTopicSegmentBytes      int32         // offsets.topic.segment.bytes (100 MiB)
+	OffsetsRetention              time.Duration // offsets.retention.minutes (7 days)
+	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms (10 min)
+	OffsetMetadataMaxBytes        int           // offset.metadata.max.bytes (4096)
+	CommitTimeout                 time.Duration // offsets.commit.timeout.ms (5 s)
+
+	MinSessionTimeout     time.Duration // group.min.session.timeout.ms (6 s)
+	MaxSessionTimeout     time.Duration // group.max.session.timeout.ms (30 min)
+	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms (3 s); negative = 0
+	MaxSize               int           // group.max.size (classic)
+	NewMemberJoinTimeout  time.Duration // 5 min (Kafka's fixed classicGroupNewMemberJoinTimeoutMs)
+
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms (45 s)
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5 s)
+	ConsumerMaxSize           int           // group.consumer.max.size
+	ConsumerAssignors         []string      // group.consumer.assignors (uniform, range)
+}
+
+// FromBrokerConfig reads the coordinator settings of server.properties.
+func FromBrokerConfig(bc *config.Config) Config {
+	ms := func(k string) time.Duration { return time.Duration(bc.Long(k)) * time.Millisecond }
+	msi := func(k string) time.Duration { return time.Duration(bc.Int(k)) * time.Millisecond }
+	return Config{
+		NodeID:                        bc.NodeID,
+		OffsetsTopicPartitions:        bc.Int("offsets.topic.num.partitions"),
+		OffsetsTopicReplicationFactor: int16(bc.Int("offsets.topic.replication.factor")),
+		OffsetsTopicSegmentBytes:      bc.Int("offsets.topic.segment.bytes"),
+		OffsetsRetention:              time.Duration(bc.Int("offsets.retention.minutes")) * time.Minute,
+		OffsetsRetentionCheckInterval: ms("offsets.retention.check.interval.ms"),
+		OffsetMetadataMaxBytes:        int(bc.Int("offset.metadata.max.bytes")),
+		CommitTimeout:                 msi("offsets.commit.timeout.ms"),
+		MinSessionTimeout:             msi("group.min.session.timeout.ms"),
+		MaxSessionTimeout:             msi("group.max.session.timeout.ms"),
+		InitialRebalanceDelay:         msi("group.initial.rebalance.delay.ms"),
+		MaxSize:                       int(bc.Int("group.max.size")),
+		ConsumerSessionTimeout:        msi("group.consumer.session.timeout.ms"),
+		ConsumerHeartbeatInterval:     msi("group.consumer.heartbeat.interval.ms"),
+		ConsumerMaxSize:               int(bc.Int("group.consumer.max.size")),
+		ConsumerAssignors:             bc.List("group.consumer.assignors"),
+	}
+}
+
+func (c *Config) defaults() {
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Image == nil {
+		c.Image = func() *metadatacache.Image { return metadatacache.EmptyImage("") }
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.OffsetsTopicPartitions <= 0 {
+		c.OffsetsTopicPartitions = 50
+	}
+	if c.OffsetsTopicReplicationFactor <= 0 {
+		c.OffsetsTopicReplicationFactor = 3
+	}
+	if c.OffsetsTopicSegmentBytes <= 0 {
+		c.OffsetsTopicSegmentBytes = 100 << 20
+	}
+	def(&c.OffsetsRetention, 7*24*time.Hour)
+	def(&c.OffsetsRetentionCheckInterval, 10*time.Minute)
+	if c.OffsetMetadataMaxBytes <= 0 {
+		c.OffsetMetadataMaxBytes = 4096
+	}
+	def(&c.CommitTimeout, 5*time.Second)
+	def(&c.MinSessionTimeout, 6*time.Second)
+	def(&c.MaxSessionTimeout, 30*time.Minute)
+	if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MaxSize <= 0 {
+		c.MaxSize = 1<<31 - 1
+	}
+	def(&c.NewMemberJoinTimeout, 5*time.Minute)
+	def(&c.ConsumerSessionTimeout, 45*time.Second)
+	def(&c.ConsumerHeartbeatInterval, 5*time.Second)
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = 1<<31 - 1
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{"uniform", "range"}
+	}
+}
+
+// Coordinator is the group coordinator of one node: a shard per
+// __consumer_offsets partition this node leads. See doc.go.
+type Coordinator struct {
+	cfg   Config
+	log   *zap.Logger
+	clock Clock
+
+	mu       sync.Mutex
+	shards   map[int32]*shard // guarded by mu
+	creating bool             // a CreateTopics for __consumer_offsets is in flight
+	closed   bool
+	expiry   Timer
+	wg       sync.WaitGroup
+}
+
+// New returns a coordinator that leads no partition yet; OnImage gives it
+// some.
+func New(cfg Config) *Coordinator {
+	cfg.defaults()
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, shards: map[int32]*shard{}}
+	c.scheduleExpiry()
+	return c
+}
+
+// Close unloads every shard (parked requests answer NOT_COORDINATOR) and
+// stops the timers.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	shards := c.shards
+	c.shards = map[int32]*shard{}
+	c.mu.Unlock()
+	for _, s := range shards {
+		s.unload()
+	}
+	c.wg.Wait()
+}
+
+// JavaStringHash is Java's String.hashCode over UTF-16 code units.
+func JavaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// PartitionFor is Kafka's groupId -> __consumer_offsets partition:
+// Utils.abs(groupId.hashCode()) % numPartitions (Utils.abs maps MIN_VALUE to 0).
+func PartitionFor(groupID string, numPartitions int32) int32 {
+	h := JavaStringHash(groupID)
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % numPartitions
+}
+
+func (c *Coordinator) numPartitions() int32 {
+	if t := c.cfg.Image().TopicByName(OffsetsTopic); t != nil && len(t.Partitions) > 0 {
+		return int32(len(t.Partitions))
+	}
+	return c.cfg.OffsetsTopicPartitions
+}
+
+// PartitionFor returns the __consumer_offsets partition of a group.
+func (c *Coordinator) PartitionFor(groupID string) int32 {
+	return PartitionFor(groupID, c.numPartitions())
+}
+
+// FindCoordinator returns the node leading the group's partition. If
+// __consumer_offsets does not exist yet it asks the controller to create
+// it and answers COORDINATOR_NOT_AVAILABLE, as Kafka does.
+func (c *Coordinator) FindCoordinator(groupID string) (int32, error) {
+	img := c.cfg.Image()
+	t := img.TopicByName(OffsetsTopic)
+	if t == nil {
+		c.createTopic()
+		return -1, kerr.CoordinatorNotAvailable
+	}
+	p := t.Partition(PartitionFor(groupID, int32(len(t.Partitions))))
+	if p == nil || p.Leader < 0 {
+		return -1, kerr.CoordinatorNotAvailable
+	}
+	return p.Leader, nil
+}
+
+// createTopic asks the controller for __consumer_offsets once at a time.
+func (c *Coordinator) createTopic() {
+	c.mu.Lock()
+	if c.creating || c.closed || c.cfg.Controller == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.creating = true
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			c.creating = false
+			c.mu.Unlock()
+		}()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 30000
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic = OffsetsTopic
+		t.NumPartitions = c.cfg.OffsetsTopicPartitions
+		t.ReplicationFactor = c.cfg.OffsetsTopicReplicationFactor
+		for k, v := range map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    strconv.Itoa(int(c.cfg.OffsetsTopicSegmentBytes)),
+		} {
+			cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+			cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+			t.Configs = append(t.Configs, cfg)
+		}
+		req.Topics = append(req.Topics, t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := c.cfg.Controller.Request(ctx, req)
+		if err != nil {
+			c.log.Warn("creating __consumer_offsets failed", zap.Error(err))
+			return
+		}
+		for _, rt := range resp.(*kmsg.CreateTopicsResponse).Topics {
+			if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				c.log.Warn("creating __consumer_offsets failed", zap.Error(err))
+				return
+			}
+		}
+		c.log.Info("created __consumer_offsets", zap.Int32("partitions", c.cfg.OffsetsTopicPartitions),
+			zap.Int16("replication_factor", c.cfg.OffsetsTopicReplicationFactor))
+	}()
+}
+
+// OnImage loads the shards of the __consumer_offsets partitions this node
+// now leads and unloads those it no longer leads. Subscribe it to the
+// metadata cache after the replica manager, so a partition is already
+// leader when its shard replays and writes.
+func (c *Coordinator) OnImage(_, img *metadatacache.Image) {
+	if img == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	want := map[int32]int32{} // partition -> leader epoch
+	if t := img.TopicByName(OffsetsTopic); t != nil {
+		for id, p := range t.Partitions {
+			if p.Leader == c.cfg.NodeID {
+				want[id] = p.LeaderEpoch
+			}
+		}
+	}
+	var unload, load []*shard
+	for id, s := range c.shards {
+		if e, ok := want[id]; !ok || e != s.epoch || s.failed() {
+			unload = append(unload, s)
+			delete(c.shards, id)
+		}
+	}
+	for id, e := range want {
+		if _, ok := c.shards[id]; ok {
+			continue
+		}
+		s := newShard(c, id, e)
+		c.shards[id] = s
+		load = append(load, s)
+	}
+	c.wg.Add(len(load))
+	c.mu.Unlock()
+	for _, s := range unload {
+		s.unload()
+	}
+	for _, s := range load {
+		go func() {
+			defer c.wg.Done()
+			s.load()
+		}()
+	}
+}
+
+// failed reports whether the shard's load failed (it is retried on the
+// next image).
+func (s *shard) failed() bool { return s.loadFailed.Load() }
+
+// shardOf returns the active shard of a group, or NOT_COORDINATOR /
+// COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) shardOf(groupID string) (*shard, error) {
+	p := c.PartitionFor(groupID)
+	c.mu.Lock()
+	s := c.shards[p]
+	c.mu.Unlock()
+	if s == nil {
+		return nil, kerr.NotCoordinator
+	}
+	return s, nil
+}
+
+// with runs fn on the group's shard under the shard lock, once the shard
+// is loaded.
+func (c *Coordinator) with(groupID string, fn func(s *shard) error) error {
+	s, err := c.shardOf(groupID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case shardLoading:
+		return kerr.CoordinatorLoadInProgress
+	case shardClosed:
+		return kerr.NotCoordinator
+	}
+	return fn(s)
+}
+
+// activeShards returns the loaded shards (for ListGroups).
+func (c *Coordinator) allShards() []*shard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*shard, 0, len(c.shards))
+	for _, s := range c.shards {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Loading reports whether any shard is still loading.
+func (c *Coordinator) Loading() bool {
+	for _, s := range c.allShards() {
+		s.mu.Lock()
+		l := s.state == shardLoading
+		s.mu.Unlock()
+		if l {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Coordinator) scheduleExpiry() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.expiry = c.clock.AfterFunc(c.cfg.OffsetsRetentionCheckInterval, func() {
+		c.ExpireOffsets()
+		c.scheduleExpiry()
+	})
+}
+
+// ExpireOffsets runs one offsets.retention pass on every shard (Kafka's
+// cleanupGroupMetadata): expired offsets get tombstones, and empty groups
+// left without offsets are deleted.
+func (c *Coordinator) ExpireOffsets() {
+	for _, s := range c.allShards() {
+		s.mu.Lock()
+		if s.state == shardActive {
+			s.expireOffsets()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// appendErr is Kafka's appendGroupMetadataErrorToResponseError: how a
+// failed write is reported to group clients.
+func appendErr(err error) error {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return kerr.NotCoordinator
+	}
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return kerr.CoordinatorNotAvailable
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+		return kerr.NotCoordinator
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+		return kerr.UnknownServerError
+	}
+	return err
+}
+
+func code(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
