@@ -34,7 +34,7 @@ integration-reference: tools
 # Apache Kafka 4.4.0 and kgo-broker side by side (bench/, results in bench/results/):
 # BENCH_QUICK=1 for a smoke test, BENCH_N=<reps>, PROFILE=1 (or scenario ids) for
 # kgo-broker CPU and allocation profiles instead. See docs/PERFORMANCE.md.
-bench: build
+bench:
 	BENCH_PROFILE="$${BENCH_PROFILE:-$(PROFILE)}" ./bench/run.sh
 
 # Installs Apache Kafka's tool jars (Maven Central, cached) and kcat.

@@ -9,7 +9,8 @@
 #
 # Installs what it needs idempotently: Apache Kafka's jars (scripts/install-tools.sh,
 # cached) and gnuplot (Debian gnuplot-nox, for the chart; skipped with a warning
-# when it cannot be installed). Expects bin/kgo-broker built (the Makefile does it).
+# when it cannot be installed). Builds bin/kgo-broker from the work tree as make build
+# does, or with BENCH_CLEAN=1 HEAD alone into bin/kgo-broker-bench.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -40,6 +41,8 @@ if [ "${BENCH_CLEAN:-0}" != 0 ]; then
 	BENCH_KGO_COMMIT="$(git -C "$ROOT" rev-parse --short=12 HEAD) (clean build of HEAD, BENCH_CLEAN=1)"
 	export BENCH_KGO_COMMIT
 	log "measuring a clean build of HEAD: $BENCH_KGO_COMMIT"
+else
+	CGO_ENABLED=0 go build -trimpath -o "$ROOT/bin/kgo-broker" ./cmd/kgo-broker
 fi
 [ -x "${BENCH_KGO_BIN:-$ROOT/bin/kgo-broker}" ] || { log "bin/kgo-broker missing: run make build"; exit 1; }
 go build -o "$ROOT/bin/kgo-bench" ./bench
