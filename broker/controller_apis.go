@@ -19,11 +19,15 @@ import (
 	"errors"
 
 	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/raft"
 )
 
 func init() {
+	// raft's RPCs at the versions the raft node serves.
+	for key, v := range raft.ServedVersions {
+		regKey(key, v[0], v[1], onController, handleControllerAPI)
+	}
 	for _, api := range []struct{ key, min, max int16 }{
-		{52, 0, 2}, {53, 0, 1}, {54, 0, 1}, {1, 4, 17}, {59, 0, 1}, {55, 0, 2},
 		{56, 2, 3}, {62, 0, 4}, {63, 0, 1}, {64, 0, 0}, {67, 0, 0},
 		{19, 2, 7}, {20, 1, 6}, {37, 0, 3}, {44, 0, 1}, {33, 0, 2}, {46, 0, 0},
 	} {
