@@ -115,7 +115,8 @@ func (n *Node) start(ctx context.Context) error {
 		FetchTimeout:    time.Duration(cfg.Int("controller.quorum.fetch.timeout.ms")) * time.Millisecond,
 		RequestTimeout:  time.Duration(cfg.Int("controller.quorum.request.timeout.ms")) * time.Millisecond,
 		Logger:          n.logger.Named("raft"),
-		Transport:       raft.NewClientTransport(voters, "raft-"+cfg.NodeIDString(), n.logger.Named("raft-transport")),
+		// Transport nil: the raft node owns (and closes) a ClientTransport
+		// to the voters' CONTROLLER endpoints.
 	})
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
