@@ -174,3 +174,96 @@ func TestGroupCooperativeThreeMembers(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// TestGroupRestartKeepsOffsets: committed offsets and the group survive a
+// restart (the shard replays __consumer_offsets), and kadm's group admin
+// calls work.
+func TestGroupRestartKeepsOffsets(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, groupTestProps)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(n.client(t))
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "r"); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, ctx, n.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), "r", 3, 4)
+
+	cl := n.client(t, kgo.ConsumerGroup("rg"), kgo.ConsumeTopics("r"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	got := 0
+	for got < 12 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// While the member is in: list, describe with members, and offset
+	// delete refused for the subscribed topic.
+	lg, err := adm.ListGroups(ctx)
+	if err != nil || len(lg) != 1 || lg["rg"].State != "Stable" {
+		t.Fatalf("list: %v %+v", err, lg)
+	}
+	dg, err := adm.DescribeGroups(ctx, "rg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := dg["rg"]
+	if g.State != "Stable" || g.Protocol == "" || len(g.Members) != 1 {
+		t.Fatalf("describe: %+v", g)
+	}
+	if ca, ok := g.Members[0].Assigned.AsConsumer(); !ok || len(ca.Topics) != 1 || len(ca.Topics[0].Partitions) != 3 {
+		t.Fatalf("member assignment: %+v", g.Members[0].Assigned)
+	}
+	od, err := adm.DeleteOffsets(ctx, "rg", kadm.TopicsSet{"r": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := od["r"][0]; e == nil {
+		t.Fatalf("offset delete of a subscribed topic succeeded")
+	}
+	cl.Close() // leaves the group
+
+	n.stop(t)
+	n2 := startNode(t, dir, groupTestProps)
+	adm2 := kadm.NewClient(n2.client(t))
+	var offs kadm.OffsetResponses
+	for {
+		offs, err = adm2.FetchOffsets(ctx, "rg")
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for p := int32(0); p < 3; p++ {
+		if o, _ := offs.Lookup("r", p); o.At != 4 {
+			t.Fatalf("offset of r-%d after restart: %+v", p, o)
+		}
+	}
+	lg, err = adm2.ListGroups(ctx)
+	if err != nil || lg["rg"].State != "Empty" {
+		t.Fatalf("list after restart: %v %+v", err, lg)
+	}
+	// A new member resumes from the committed offsets: nothing old again.
+	produceN(t, ctx, n2.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), "r", 3, 1)
+	cl2 := n2.client(t, kgo.ConsumerGroup("rg"), kgo.ConsumeTopics("r"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got = 0
+	for got < 3 {
+		fs := cl2.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != 4 {
+				t.Fatalf("re-read old record %s-%d@%d", r.Topic, r.Partition, r.Offset)
+			}
+		})
+		got += fs.NumRecords()
+	}
+}

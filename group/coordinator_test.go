@@ -255,6 +255,7 @@ func TestClassicJoinErrors(t *testing.T) {
 	wantErr(t, recv(t, h.join(joinReq("g", "unknown", 5))).ErrorCode, kerr.UnknownMemberID)
 	// v3 joins directly, without MEMBER_ID_REQUIRED.
 	j := h.join(joinReq("g", "", 3))
+	parked(t, j)
 	h.clock.Advance(3 * time.Second)
 	r = recv(t, j)
 	wantErr(t, r.ErrorCode, nil)
@@ -270,6 +271,7 @@ func TestStaticMemberReplacement(t *testing.T) {
 	req := joinReq("g", "", 5)
 	req.InstanceID = &inst
 	j := h.join(req)
+	parked(t, j)
 	h.clock.Advance(3 * time.Second)
 	r := recv(t, j)
 	wantErr(t, r.ErrorCode, nil)
@@ -352,6 +354,7 @@ func TestOffsetsCommitFetchReloadExpire(t *testing.T) {
 
 	// A group member's commit needs the right generation.
 	id, j := h.joinNew("g")
+	parked(t, j)
 	h.clock.Advance(3 * time.Second)
 	jr := recv(t, j)
 	wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, kerr.RebalanceInProgress)
