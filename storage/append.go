@@ -22,7 +22,8 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 }
 
 // AppendAsLeaderOrigin is AppendAsLeader with the origin's validation rules.
-func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, error) {
+func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin AppendOrigin) (_ AppendInfo, err error) {
+	defer func() { err = l.ioErr(err) }()
 	info, flushTo, err := l.appendLeader(records, leaderEpoch, origin)
 	if err != nil {
 		return info, err
@@ -63,6 +64,9 @@ func (l *Log) validate(records []byte, cfg Config, origin AppendOrigin, leader b
 			return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", kerr.MessageTooLarge, h.Size(), cfg.MaxMessageBytes)
 		}
 		if leader {
+			if err := checkProducedCounts(h); err != nil {
+				return err
+			}
 			if h.IsControl() && origin == OriginClient {
 				return errInvalid("clients are not allowed to write control records")
 			}
@@ -127,8 +131,8 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigi
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return info, 0, ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return info, 0, l.closedErr()
 	}
 	info.LogStartOffset = l.mu.logStartOffset
 	cfg := l.mu.cfg
@@ -295,11 +299,12 @@ func (l *Log) rollLocked(newBase int64, cfg Config, nowMs int64) error {
 }
 
 // Roll forces a new segment at the log end offset (if the active one is not empty).
-func (l *Log) Roll() error {
+func (l *Log) Roll() (err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return l.closedErr()
 	}
 	if l.active().size == 0 {
 		return nil
@@ -311,12 +316,13 @@ func (l *Log) Roll() error {
 // batch must start at or after the log end offset and offsets must increase (gaps,
 // as after compaction, are allowed). CRCs are checked; producer state and the leader
 // epoch cache are updated from the batches.
-func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+func (l *Log) AppendAsFollower(records []byte) (_ AppendInfo, err error) {
+	defer func() { err = l.ioErr(err) }()
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
 	l.mu.Lock()
-	if l.mu.closed {
+	if l.mu.closed || l.offline.Load() {
 		l.mu.Unlock()
-		return info, ErrClosed
+		return info, l.closedErr()
 	}
 	cfg := l.mu.cfg
 	nowMs := l.nowMs()
@@ -385,7 +391,8 @@ func (l *Log) Flush() error {
 // flushTo makes every offset below target durable. Concurrent callers share fsyncs
 // (group commit): a caller that waited on flushMu usually finds the recovery point
 // already past its target.
-func (l *Log) flushTo(target int64) error {
+func (l *Log) flushTo(target int64) (err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	return l.flushToLocked(target)
@@ -393,9 +400,9 @@ func (l *Log) flushTo(target int64) error {
 
 func (l *Log) flushToLocked(target int64) error {
 	l.mu.RLock()
-	if l.mu.closed {
+	if l.mu.closed || l.offline.Load() {
 		l.mu.RUnlock()
-		return ErrClosed
+		return l.closedErr()
 	}
 	if l.mu.recoveryPoint >= target {
 		l.mu.RUnlock()

@@ -197,14 +197,25 @@ func checkBatch(h BatchHeader, raw []byte) error {
 	if h.LastOffsetDelta < 0 {
 		return errInvalid("batch has an invalid offset range: last offset delta %d", h.LastOffsetDelta)
 	}
+	// a batch the log cleaner rewrote keeps its offset range with fewer records, or
+	// none (MemoryRecords.filterTo: overrideLastOffset, writeEmptyHeader)
+	if h.NumRecords < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
+		return errInvalid("invalid reported count for record batch: %d", h.NumRecords)
+	}
+	if h.Compression() > CompressionZstd {
+		return errInvalid("unknown compression type id %d", h.Compression())
+	}
+	return nil
+}
+
+// checkProducedCounts adds what LogValidator checks of a produced batch and the log
+// does not require of a stored one: at least one record, one per offset.
+func checkProducedCounts(h BatchHeader) error {
 	if h.NumRecords <= 0 {
 		return errInvalid("invalid reported count for record batch: %d", h.NumRecords)
 	}
 	if int64(h.LastOffsetDelta)+1 != int64(h.NumRecords) {
 		return errInvalid("inconsistent batch offset range [0, %d] and record count %d", h.LastOffsetDelta, h.NumRecords)
-	}
-	if h.Compression() > CompressionZstd {
-		return errInvalid("unknown compression type id %d", h.Compression())
 	}
 	return nil
 }
@@ -244,6 +255,9 @@ func ValidateBatches(b []byte) error {
 		return errCorrupt("empty record set")
 	}
 	return WalkBatches(b, true, func(h BatchHeader, raw []byte) error {
+		if err := checkProducedCounts(h); err != nil {
+			return err
+		}
 		return walkBatchRecords(h, raw, nil)
 	})
 }

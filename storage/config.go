@@ -34,6 +34,15 @@ type Config struct {
 	Preallocate                 bool   // preallocate (accepted, not acted on)
 	// ProducerIDExpirationMs is the broker's producer.id.expiration.ms.
 	ProducerIDExpirationMs int64
+	// Compaction (cleanup.policy=compact): delete.retention.ms (tombstones and
+	// transaction markers), min.cleanable.dirty.ratio, min.compaction.lag.ms and
+	// max.compaction.lag.ms. ConfigFromMap turns an explicit 0 for
+	// delete.retention.ms into 1 ms and for the ratio into 1e-9 so that they survive
+	// normalized.
+	DeleteRetentionMs      int64
+	MinCleanableDirtyRatio float64
+	MinCompactionLagMs     int64
+	MaxCompactionLagMs     int64
 }
 
 // normalized replaces zero values that are invalid or surely unintended (a partly
@@ -80,6 +89,16 @@ func (c Config) normalized() Config {
 	if c.CompressionType == "" {
 		c.CompressionType = d.CompressionType
 	}
+	if c.DeleteRetentionMs <= 0 {
+		c.DeleteRetentionMs = d.DeleteRetentionMs
+	}
+	if c.MinCleanableDirtyRatio <= 0 {
+		c.MinCleanableDirtyRatio = d.MinCleanableDirtyRatio
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
+	}
+	c.MinCompactionLagMs = max(c.MinCompactionLagMs, 0)
 	return c
 }
 
@@ -110,6 +129,10 @@ func DefaultConfig() Config {
 		FileDeleteDelayMs:           60000,
 		MinInSyncReplicas:           1,
 		ProducerIDExpirationMs:      86400000,
+		DeleteRetentionMs:           86400000,
+		MinCleanableDirtyRatio:      0.5,
+		MinCompactionLagMs:          0,
+		MaxCompactionLagMs:          math.MaxInt64,
 	}
 }
 
@@ -231,6 +254,22 @@ func (c *Config) set(k, v string) error {
 		bl(&c.Preallocate)
 	case "message.downconversion.enable":
 		bl(&c.MessageDownconversion)
+	case "delete.retention.ms":
+		i64(&c.DeleteRetentionMs, 0, math.MaxInt64)
+		c.DeleteRetentionMs = max(c.DeleteRetentionMs, 1)
+	case "min.compaction.lag.ms":
+		i64(&c.MinCompactionLagMs, 0, math.MaxInt64)
+	case "max.compaction.lag.ms":
+		i64(&c.MaxCompactionLagMs, 1, math.MaxInt64)
+	case "min.cleanable.dirty.ratio":
+		var f float64
+		if f, err = strconv.ParseFloat(v, 64); err == nil {
+			if f < 0 || f > 1 {
+				err = fmt.Errorf("value must be in [0, 1]")
+			} else {
+				c.MinCleanableDirtyRatio = max(f, 1e-9)
+			}
+		}
 	case "producer.id.expiration.ms":
 		i64(&c.ProducerIDExpirationMs, 1, math.MaxInt64)
 	}

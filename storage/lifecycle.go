@@ -9,13 +9,14 @@ import (
 // Truncate removes every offset >= offset (UnifiedLog.truncateTo). Truncating at or
 // beyond the log end offset does nothing; below the log start offset it is
 // TruncateFullyAndStartAt(offset).
-func (l *Log) Truncate(offset int64) error {
+func (l *Log) Truncate(offset int64) (err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return l.closedErr()
 	}
 	if offset < 0 {
 		return fmt.Errorf("storage: cannot truncate %s to a negative offset %d", l.dir, offset)
@@ -38,6 +39,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.mu.segments = keep
 	l.bury(removed)
+	l.mu.structGen++
 	active := l.active()
 	if _, err := active.truncateTo(offset); err != nil {
 		return err
@@ -49,6 +51,9 @@ func (l *Log) Truncate(offset int64) error {
 		l.logger.Warn("truncation inside a batch", zap.Int64("offset", offset), zap.Int64("logEndOffset", l.mu.leo))
 	}
 	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.leo)
+	if l.mu.firstDirty > l.mu.leo {
+		l.mu.firstDirty = l.mu.leo // LogManager.truncateTo: the cleaner checkpoint follows
+	}
 	if l.mu.epochs.truncateFromEnd(l.mu.leo) {
 		if err := l.mu.epochs.flush(); err != nil {
 			return err
@@ -62,13 +67,14 @@ func (l *Log) Truncate(offset int64) error {
 
 // TruncateFullyAndStartAt deletes every segment and starts an empty log at offset
 // (a follower far behind the leader's log start offset).
-func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+func (l *Log) TruncateFullyAndStartAt(offset int64) (err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return l.closedErr()
 	}
 	return l.truncateFullyLocked(offset)
 }
@@ -81,12 +87,16 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	old := l.mu.segments
 	l.mu.segments = nil
 	l.bury(old)
+	l.mu.structGen++
 	s, err := l.newSegment(offset, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
 	if err != nil {
 		return err
 	}
 	l.mu.segments = []*segment{s}
 	l.mu.leo, l.mu.logStartOffset, l.mu.recoveryPoint = offset, offset, offset
+	if l.mu.firstDirty >= 0 {
+		l.mu.firstDirty = offset
+	}
 	l.mu.epochs.entries = nil
 	if err := l.mu.epochs.flush(); err != nil {
 		return err
@@ -135,13 +145,14 @@ func (l *Log) closeBuried(force bool) {
 // IncrementLogStartOffset raises the log start offset (DeleteRecords, retention) and
 // deletes the segments wholly below it. It never moves the start backwards or past
 // the log end offset.
-func (l *Log) IncrementLogStartOffset(offset int64) error {
+func (l *Log) IncrementLogStartOffset(offset int64) (err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return l.closedErr()
 	}
 	if offset > l.mu.leo {
 		return fmt.Errorf("storage: cannot move the log start offset of %s to %d beyond the log end offset %d", l.dir, offset, l.mu.leo)
@@ -171,6 +182,7 @@ func (l *Log) deleteSegmentsBelowLocked(off int64) {
 	removed := append([]*segment(nil), l.mu.segments[:n]...)
 	l.mu.segments = append(l.mu.segments[:0], l.mu.segments[n:]...)
 	l.bury(removed)
+	l.mu.structGen++
 	// producer snapshots below the new first segment go too (keep the newest)
 	if offs, err := snapshotOffsets(l.fs, l.dir); err == nil {
 		for i, o := range offs {
@@ -185,18 +197,19 @@ func (l *Log) deleteSegmentsBelowLocked(off int64) {
 // delete): whole inactive segments are deleted and the log start offset moves to the
 // next segment's base (UnifiedLog.deleteOldSegments). It returns how many segments
 // were deleted.
-func (l *Log) DeleteOldSegments() (int, error) {
+func (l *Log) DeleteOldSegments() (_ int, err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return 0, ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return 0, l.closedErr()
 	}
 	cfg := l.mu.cfg
-	if !cfg.Delete() {
-		return 0, nil
-	}
+	// a compact-only log keeps its segments; only a log start offset raised by
+	// DeleteRecords deletes them (UnifiedLog.deleteOldSegments)
+	retain := cfg.Delete()
 	now := l.nowMs()
 	var total int64
 	for _, s := range l.mu.segments {
@@ -211,6 +224,9 @@ func (l *Log) DeleteOldSegments() (int, error) {
 		}
 		bySize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
 		byStart := l.mu.segments[n+1].base <= l.mu.logStartOffset // DeleteRecords / checkpoint
+		if !retain {
+			byTime, bySize = false, false
+		}
 		if !byTime && !bySize && !byStart {
 			break
 		}
@@ -254,11 +270,12 @@ func (l *Log) Maintain() {
 
 // AssignEpochStartOffset records that leader epoch epoch starts at startOffset and
 // writes leader-epoch-checkpoint (LeaderEpochFileCache.assign).
-func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) error {
+func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) (err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return l.closedErr()
 	}
 	if epoch < 0 || startOffset < 0 {
 		return fmt.Errorf("storage: invalid leader epoch %d / start offset %d", epoch, startOffset)
@@ -315,6 +332,17 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	if l.offline.Load() {
+		// nothing more is written to a failed log dir: recovery sorts it out
+		for _, s := range l.mu.segments {
+			s.closeFiles()
+		}
+		l.closeBuried(true)
+		l.mu.Unlock()
+		l.flushMu.Unlock()
+		l.bg.Wait()
+		return nil
+	}
 	var err error
 	for i, s := range l.mu.segments {
 		if i+1 < len(l.mu.segments) && l.mu.segments[i+1].base <= l.mu.recoveryPoint {

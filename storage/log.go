@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,6 +69,11 @@ type LogOptions struct {
 	TopicID [16]byte
 	// Rand returns the segment roll jitter source; default math/rand/v2.
 	Rand func(n int64) int64
+	// OnIOError, when set, is called (once) with the first I/O error the log meets;
+	// the log then refuses every call with kerr.KafkaStorageError (KIP-112: the
+	// Manager takes the whole log dir offline). Without it an I/O error is only
+	// returned.
+	OnIOError func(err error)
 }
 
 // AppendInfo describes an append (LogAppendInfo).
@@ -134,7 +140,17 @@ type Log struct {
 		graveyard      []graveSegment // removed segments whose files close later
 		dirGen         int64          // bumped when a segment file is created
 		dirSynced      int64          // dirGen covered by the last directory fsync
+		// structGen is bumped whenever an inactive segment is removed, replaced or
+		// truncated: a cleaning that started before gives up.
+		structGen int64
+		// firstDirty is the cleaner's checkpoint: offsets below it are cleaned
+		// (cleaner-offset-checkpoint); -1 when unknown.
+		firstDirty int64
 	}
+	onIOError func(err error) // from LogOptions.OnIOError
+	// offline is set after an I/O error when onIOError is set: the log dir is
+	// offline and every call fails with kerr.KafkaStorageError.
+	offline atomic.Bool
 }
 
 type graveSegment struct {
@@ -168,11 +184,15 @@ func OpenLog(o LogOptions) (*Log, error) {
 		o.Rand = func(n int64) int64 { return rand.Int64N(n) }
 	}
 	o.Config = o.Config.normalized()
-	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand,
+	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand, onIOError: o.OnIOError,
 		logger: o.Logger.With(zap.String("dir", filepath.Base(o.Dir)))}
 	l.mu.cfg = o.Config
+	l.mu.firstDirty = -1
 	if err := l.fs.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
+	}
+	if err := completeSwaps(l.fs, o.Dir, l.logger); err != nil {
+		return nil, fmt.Errorf("storage: %s: completing segment swaps: %w", o.Dir, err)
 	}
 	if err := l.loadTopicID(o.TopicID); err != nil {
 		return nil, err

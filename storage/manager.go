@@ -47,6 +47,11 @@ type ManagerOptions struct {
 	LogStartCheckpointMs      int64 // log.flush.start.offset.checkpoint.interval.ms, 60000
 	RetentionCheckIntervalMs  int64 // log.retention.check.interval.ms, 300000
 	RecoveryThreadsPerDataDir int   // num.recovery.threads.per.data.dir, 2
+	// Cleaner configures the log cleaner (log.cleaner.*).
+	Cleaner CleanerOptions
+	// OnDirFailure is called (from its own goroutine) when a log dir goes offline
+	// after an I/O error (KIP-112), e.g. to report OfflineLogDirs in heartbeats.
+	OnDirFailure func(dir string)
 }
 
 // Manager owns every partition log in log.dirs (LogManager).
@@ -63,8 +68,10 @@ type Manager struct {
 		lastLSOCkpt int64
 		lastRetain  int64
 		lastFlush   int64
+		offline     map[string]bool // log dirs taken offline by an I/O error
 	}
-	ckptMu sync.Mutex // serializes checkpoint file writes
+	cleaner cleanerState
+	ckptMu  sync.Mutex // serializes checkpoint file writes
 
 	hadClean     map[string]bool
 	prevEpoch    int64
@@ -136,6 +143,8 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	}
 	m := &Manager{o: o, logger: o.Logger, hadClean: map[string]bool{}, prevEpoch: -1}
 	m.mu.logs = map[TopicPartition]*managedLog{}
+	m.mu.offline = map[string]bool{}
+	m.initCleaner()
 	m.mu.brokerEpoch = o.BrokerEpoch
 	now := o.Now().UnixMilli()
 	m.mu.lastRecCkpt, m.mu.lastLSOCkpt, m.mu.lastRetain, m.mu.lastFlush = now, now, now, now
@@ -188,6 +197,11 @@ func (m *Manager) loadDir(dir string) error {
 		m.logger.Warn("ignoring unreadable log start offset checkpoint", zap.String("dir", dir), zap.Error(err))
 		starts = nil
 	}
+	dirty, err := readOffsetCheckpoint(fs, filepath.Join(dir, CleanerCheckpointFile))
+	if err != nil {
+		m.logger.Warn("ignoring unreadable cleaner offset checkpoint", zap.String("dir", dir), zap.Error(err))
+		dirty = nil
+	}
 	ents, err := fs.ReadDir(dir)
 	if err != nil {
 		return err
@@ -239,7 +253,8 @@ func (m *Manager) loadDir(dir string) error {
 			}
 			l, err := OpenLog(LogOptions{FS: fs, Dir: j.path, Config: cfg, Now: m.o.Now,
 				Logger:        m.logger.With(zap.String("topic", j.tp.Topic), zap.Int32("partition", j.tp.Partition)),
-				RecoveryPoint: recovery[j.tp], LogStartOffset: starts[j.tp], HadCleanShutdown: clean})
+				RecoveryPoint: recovery[j.tp], LogStartOffset: starts[j.tp], HadCleanShutdown: clean,
+				OnIOError: func(err error) { m.dirFailed(dir, err) }})
 			emu.Lock()
 			defer emu.Unlock()
 			if err != nil {
@@ -247,6 +262,9 @@ func (m *Manager) loadDir(dir string) error {
 					first = fmt.Errorf("storage: loading %s: %w", j.path, err)
 				}
 				return
+			}
+			if off, ok := dirty[j.tp]; ok {
+				l.setFirstDirty(off)
 			}
 			m.mu.logs[j.tp] = &managedLog{log: l, dir: dir}
 		}()
@@ -328,7 +346,15 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	for _, ml := range m.mu.logs {
 		counts[ml.dir]++
 	}
-	dirs := append([]string(nil), m.o.LogDirs...)
+	var dirs []string
+	for _, d := range m.o.LogDirs {
+		if !m.mu.offline[d] {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, &StorageError{Dir: tp.DirName(), Err: errors.New("every log dir is offline")}
+	}
 	sort.SliceStable(dirs, func(i, j int) bool { return counts[dirs[i]] < counts[dirs[j]] })
 	dir := dirs[0]
 	if cfg.SegmentBytes == 0 {
@@ -336,12 +362,17 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	}
 	l, err := OpenLog(LogOptions{FS: m.o.FS, Dir: filepath.Join(dir, tp.DirName()), Config: cfg, Now: m.o.Now,
 		Logger:           m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition)),
-		HadCleanShutdown: true, TopicID: topicID})
-	if err != nil {
-		return nil, err
+		HadCleanShutdown: true, TopicID: topicID, OnIOError: func(err error) { m.dirFailed(dir, err) }})
+	if err == nil {
+		if err = m.o.FS.SyncDir(dir); err != nil {
+			l.Close()
+		}
 	}
-	if err := m.o.FS.SyncDir(dir); err != nil {
-		l.Close()
+	if err != nil {
+		if isIOError(err) {
+			go m.dirFailed(dir, err)
+			return nil, &StorageError{Dir: dir, Err: err}
+		}
 		return nil, err
 	}
 	m.mu.logs[tp] = &managedLog{log: l, dir: dir}
@@ -447,9 +478,14 @@ func (m *Manager) snapshotBy(fn func(l *Log) (int64, bool)) map[string]map[Topic
 	defer m.mu.Unlock()
 	out := map[string]map[TopicPartition]int64{}
 	for _, d := range m.o.LogDirs {
-		out[d] = map[TopicPartition]int64{}
+		if !m.mu.offline[d] {
+			out[d] = map[TopicPartition]int64{}
+		}
 	}
 	for tp, ml := range m.mu.logs {
+		if out[ml.dir] == nil {
+			continue
+		}
 		if v, ok := fn(ml.log); ok {
 			out[ml.dir][tp] = v
 		}
@@ -462,7 +498,7 @@ func (m *Manager) checkpointRecovery() error {
 	defer m.ckptMu.Unlock()
 	for dir, offs := range m.snapshotBy(func(l *Log) (int64, bool) { return l.RecoveryPoint(), true }) {
 		if err := writeOffsetCheckpoint(m.o.FS, filepath.Join(dir, RecoveryPointCheckpointFile), offs); err != nil {
-			return err
+			return m.checkpointFailed(dir, err)
 		}
 	}
 	return nil
@@ -475,7 +511,7 @@ func (m *Manager) checkpointLogStart() error {
 	// (that is what it cannot rediscover); writing every log is harmless and simpler.
 	for dir, offs := range m.snapshotBy(func(l *Log) (int64, bool) { return l.LogStartOffset(), true }) {
 		if err := writeOffsetCheckpoint(m.o.FS, filepath.Join(dir, LogStartOffsetCheckpointFile), offs); err != nil {
-			return err
+			return m.checkpointFailed(dir, err)
 		}
 	}
 	return nil
@@ -518,6 +554,9 @@ func (m *Manager) Maintain() error {
 	}
 	logs := m.Logs()
 	for tp, l := range logs {
+		if l.Offline() {
+			continue
+		}
 		if doFlush {
 			if err := l.FlushIfDue(); err != nil {
 				m.logger.Error("flush failed", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Error(err))
@@ -540,12 +579,14 @@ func (m *Manager) Maintain() error {
 	return first
 }
 
-// Start runs Maintain every tick (default one second) until Close.
+// Start runs Maintain every tick (default one second) and the log cleaner threads
+// until Close.
 func (m *Manager) Start(tick time.Duration) {
 	if tick <= 0 {
 		tick = time.Second
 	}
 	m.startOnce.Do(func() {
+		m.startCleaner()
 		m.stop = make(chan struct{})
 		m.loopDone = make(chan struct{})
 		go func() {
@@ -590,6 +631,7 @@ func (m *Manager) Close() error {
 		close(m.stop)
 		<-m.loopDone
 	}
+	m.stopCleaner()
 	m.maintainLock.Lock()
 	defer m.maintainLock.Unlock()
 	m.mu.Lock()
@@ -604,6 +646,9 @@ func (m *Manager) Close() error {
 	}
 	data := cleanShutdownJSON(epoch)
 	for _, dir := range m.o.LogDirs {
+		if m.DirOffline(dir) {
+			continue // recovered at the next start
+		}
 		if err := vfs.WriteFileAtomic(m.o.FS, filepath.Join(dir, CleanShutdownFile), data); err != nil {
 			return err
 		}

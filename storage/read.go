@@ -20,11 +20,12 @@ func (l *Log) segmentFor(off int64) int {
 // bound, e.g. the high watermark; use math.MaxInt64 or the log end offset for none).
 // An offset below the log start offset or beyond the log end offset is
 // kerr.OffsetOutOfRange; offset == log end offset reads nothing.
-func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (_ ReadInfo, err error) {
+	defer func() { err = l.ioErr(err) }()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.mu.closed {
-		return ReadInfo{}, ErrClosed
+	if l.mu.closed || l.offline.Load() {
+		return ReadInfo{}, l.closedErr()
 	}
 	maxBytes = max(maxBytes, 0)
 	ri := ReadInfo{FirstBatchOffset: offset, LogStartOffset: l.mu.logStartOffset, LogEndOffset: l.mu.leo}

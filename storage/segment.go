@@ -34,6 +34,9 @@ type segment struct {
 	rollJitterMs    int64
 	missingIndex    bool // an index file did not exist when opened: rebuild
 	txnRebuild      bool // recovered: the transaction index is rebuilt by the replay
+	// suffix follows every file name: "" for a live segment, ".cleaned" while the
+	// log cleaner writes it (LogFileUtils.CLEANED_FILE_SUFFIX).
+	suffix string
 }
 
 func segmentName(dir string, base int64, suffix string) string {
@@ -55,19 +58,24 @@ func indexEntries(cfg Config, entrySize int) int {
 
 // createSegment makes a new empty active segment with preallocated indexes.
 func createSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs, jitter int64) (*segment, error) {
+	return createSegmentSuffix(fs, dir, base, cfg, nowMs, jitter, "")
+}
+
+// createSegmentSuffix is createSegment with suffix after every file name.
+func createSegmentSuffix(fs vfs.FS, dir string, base int64, cfg Config, nowMs, jitter int64, suffix string) (*segment, error) {
 	s := &segment{fs: fs, dir: dir, base: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base,
-		rollingBasedTs: NoTimestamp, createdMs: nowMs, rollJitterMs: jitter}
+		rollingBasedTs: NoTimestamp, createdMs: nowMs, rollJitterMs: jitter, suffix: suffix}
 	var err error
 	flags := os.O_CREATE | os.O_RDWR | os.O_TRUNC
-	if s.log, err = fs.OpenFile(segmentName(dir, base, logSuffix), flags, 0o644); err != nil {
+	if s.log, err = fs.OpenFile(segmentName(dir, base, logSuffix+suffix), flags, 0o644); err != nil {
 		return nil, err
 	}
-	fi, err := fs.OpenFile(segmentName(dir, base, indexSuffix), flags, 0o644)
+	fi, err := fs.OpenFile(segmentName(dir, base, indexSuffix+suffix), flags, 0o644)
 	if err != nil {
 		s.log.Close()
 		return nil, err
 	}
-	ft, err := fs.OpenFile(segmentName(dir, base, timeIndexSuffix), flags, 0o644)
+	ft, err := fs.OpenFile(segmentName(dir, base, timeIndexSuffix+suffix), flags, 0o644)
 	if err != nil {
 		s.log.Close()
 		fi.Close()
@@ -75,7 +83,7 @@ func createSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs, jitter 
 	}
 	s.idx = &offsetIndex{f: fi, base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
 	s.tidx = &timeIndex{f: ft, base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
-	s.txn = &txnIndex{fs: fs, name: segmentName(dir, base, txnIndexSuffix)}
+	s.txn = &txnIndex{fs: fs, name: segmentName(dir, base, txnIndexSuffix+suffix)}
 	if err := fs.Remove(s.txn.name); err != nil && !os.IsNotExist(err) {
 		s.closeFiles()
 		return nil, err
@@ -374,14 +382,14 @@ func isCorrupt(err error) bool {
 // openIndexes reopens index files closed by closeIndexFiles.
 func (s *segment) openIndexes() error {
 	if s.idx.f == nil {
-		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, indexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
+		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, indexSuffix+s.suffix), os.O_CREATE|os.O_RDWR, 0o644)
 		if err != nil {
 			return err
 		}
 		s.idx.f = f
 	}
 	if s.tidx.f == nil {
-		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, timeIndexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
+		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, timeIndexSuffix+s.suffix), os.O_CREATE|os.O_RDWR, 0o644)
 		if err != nil {
 			return err
 		}
@@ -523,7 +531,7 @@ func (s *segment) close() error {
 func (s *segment) removeFiles() error {
 	var first error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-		if err := s.fs.Remove(segmentName(s.dir, s.base, suf)); err != nil && !os.IsNotExist(err) && first == nil {
+		if err := s.fs.Remove(segmentName(s.dir, s.base, suf+s.suffix)); err != nil && !os.IsNotExist(err) && first == nil {
 			first = err
 		}
 	}
