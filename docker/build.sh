@@ -32,6 +32,10 @@ engine() {
 ENG=$(engine) || { log "no container engine: no Docker daemon answers and podman is not installed (scripts/install-podman.sh)"; exit 1; }
 if [ "$ENG" = podman ]; then
 	export CONTAINERS_CONF=${CONTAINERS_CONF:-$ROOT/docker/containers.conf}
+	if ! podman info >/dev/null 2>&1 && STORAGE_DRIVER=vfs podman info >/dev/null 2>&1; then
+		log "podman's default storage driver fails here; using STORAGE_DRIVER=vfs"
+		export STORAGE_DRIVER=vfs
+	fi
 fi
 
 CTX=$ROOT/bin/docker-context
