@@ -8,7 +8,8 @@
 #   3. builds it with `docker build` when a Docker daemon answers, else with
 #      `podman build --format docker` (HEALTHCHECK is a docker-format field) using
 #      docker/containers.conf (scripts/install-podman.sh installs podman).
-# Environment: IMAGE (default kgo-broker:latest, then also tagged kgo-broker:<version>),
+# Environment: IMAGE (default kgo-broker:latest, then also tagged kgo-broker:<version>
+# when the work tree is clean),
 # ENGINE (docker or podman, default: detected), GO, VERSION, GOARCH.
 # Prints the image id on stdout.
 set -euo pipefail
@@ -54,7 +55,7 @@ chmod 0755 "$CTX/home/appuser" "$CTX/kafka/data"
 
 args=(build --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" -t "$IMAGE")
 tags=$IMAGE
-if [ "${IMAGE##*:}" = latest ]; then # kgo-broker:latest is also tagged kgo-broker:<version>
+if [ "${IMAGE##*:}" = latest ] && [ "${VERSION%-dirty}" = "$VERSION" ]; then # a clean tree's kgo-broker:latest is also kgo-broker:<version>
 	tag=${IMAGE%:*}:${VERSION//[^A-Za-z0-9_.-]/_}
 	args+=(-t "$tag")
 	tags="$IMAGE $tag"
