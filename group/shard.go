@@ -95,7 +95,11 @@ func (s *shard) load() {
 	for _, g := range s.cgs {
 		s.onConsumerGroupLoaded(g)
 	}
-	s.c.log.Info("loaded group coordinator partition", zap.Int32("partition", s.partition), zap.Int32("epoch", s.epoch),
+	logf := s.c.log.Info
+	if n == 0 {
+		logf = s.c.log.Debug
+	}
+	logf("loaded group coordinator partition", zap.Int32("partition", s.partition), zap.Int32("epoch", s.epoch),
 		zap.Int("records", n), zap.Int("classic_groups", len(s.groups)), zap.Int("consumer_groups", len(s.cgs)),
 		zap.Duration("took", time.Since(start)))
 }
