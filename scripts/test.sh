@@ -44,8 +44,12 @@ if [ -n "${KGO_SKIP_INTEGRATION:-}" ]; then
 	exit 0
 fi
 
-section "install tools (scripts/install-tools.sh)"
+section "install tools (scripts/install-tools.sh, scripts/install-podman.sh)"
 ./scripts/install-tools.sh
+# The docker image test runs under podman+runc (no Docker engine here); with
+# KGO_REQUIRE_DOCKER it fails rather than skips when no engine can run.
+./scripts/install-podman.sh
+export KGO_REQUIRE_DOCKER=1
 
 section "integration tests (go test -tags integration)"
 run=()
