@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -450,4 +452,96 @@ func (s *shard) deleteGroup(id string) error {
 // coordinator up again.
 func IsCoordinatorError(err error) bool {
 	return errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)
+}
+
+// ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-1 (KIP-848).
+func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ConsumerGroupHeartbeatResponse {
+	fail := func(err error) *kmsg.ConsumerGroupHeartbeatResponse {
+		r := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		r.ErrorCode = code(err)
+		var me *msgError
+		if errors.As(err, &me) {
+			r.ErrorMessage = &me.msg
+		}
+		return r
+	}
+	if err := c.validateConsumerHeartbeat(req); err != nil {
+		return fail(err)
+	}
+	var resp *kmsg.ConsumerGroupHeartbeatResponse
+	err := c.with(req.Group, func(s *shard) error {
+		var err error
+		resp, err = s.consumerHeartbeat(req, clientID, clientHost)
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	resp.Version = req.Version
+	return resp
+}
+
+// validateConsumerHeartbeat is throwIfConsumerGroupHeartbeatRequestIsInvalid.
+func (c *Coordinator) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) error {
+	inv := func(msg string) error { return &msgError{err: kerr.InvalidRequest, msg: msg} }
+	switch {
+	case req.Group == "":
+		return inv("GroupId can't be empty.")
+	case req.InstanceID != nil && *req.InstanceID == "":
+		return inv("InstanceId can't be empty.")
+	case req.RackID != nil && *req.RackID == "":
+		return inv("RackId can't be empty.")
+	}
+	switch e := req.MemberEpoch; {
+	case e > 0 || e == leaveGroupEpoch:
+		if req.MemberID == "" {
+			return inv("MemberId can't be empty.")
+		}
+	case e == 0:
+		if req.RebalanceTimeoutMillis == -1 {
+			return inv("RebalanceTimeoutMs must be provided in first request.")
+		}
+		if req.Topics == nil || len(req.Topics) != 0 {
+			return inv("TopicPartitions must be empty when (re-)joining.")
+		}
+		if len(req.SubscribedTopicNames) == 0 && (req.SubscribedTopicRegex == nil || *req.SubscribedTopicRegex == "") {
+			return inv("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+		}
+	case e == leaveGroupStaticEpoch:
+		if req.MemberID == "" {
+			return inv("MemberId can't be empty.")
+		}
+		if req.InstanceID == nil {
+			return inv("InstanceId can't be null.")
+		}
+	default:
+		return inv("MemberEpoch is invalid.")
+	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		if _, err := regexp.Compile(*req.SubscribedTopicRegex); err != nil {
+			return &msgError{err: kerr.InvalidRegularExpression, msg: err.Error()}
+		}
+	}
+	if req.ServerAssignor != nil && !slices.Contains(c.cfg.ConsumerAssignors, *req.ServerAssignor) {
+		return &msgError{err: kerr.UnsupportedAssignor, msg: fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: %s.",
+			*req.ServerAssignor, strings.Join(c.cfg.ConsumerAssignors, ", "))}
+	}
+	return nil
+}
+
+// ConsumerGroupDescribe serves ConsumerGroupDescribe v0-1.
+func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
+	r := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+		rg.Group = id
+		rg.AuthorizedOperations = -2147483648
+		if id == "" {
+			rg.ErrorCode = kerr.InvalidGroupID.Code
+		} else if err := c.with(id, func(s *shard) error { s.describeConsumerGroup(id, &rg); return nil }); err != nil {
+			rg.ErrorCode = code(err)
+		}
+		r.Groups = append(r.Groups, rg)
+	}
+	return r
 }

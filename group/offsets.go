@@ -10,10 +10,26 @@ import (
 // commitTarget validates an OffsetCommit against the group
 // (OffsetMetadataManager.validateOffsetCommit and the groups'
 // validateOffsetCommit). It may create a simple classic group.
-func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) error {
+func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) (func(topic string, p int32) error, error) {
 	if cg := s.cgs[req.Group]; cg != nil {
-		return cg.validateOffsetCommit(req.MemberID, req.InstanceID, req.Generation, req.Version)
+		check, err := cg.validateOffsetCommit(req.MemberID, req.InstanceID, req.Generation, req.Version)
+		if check == nil || err != nil {
+			return nil, err
+		}
+		img := s.c.cfg.Image()
+		return func(topic string, p int32) error {
+			t := img.TopicByName(topic)
+			if t == nil {
+				return kerr.StaleMemberEpoch
+			}
+			return check(t.ID, p)
+		}, nil
 	}
+	err := s.validateClassicOffsetCommit(req)
+	return nil, err
+}
+
+func (s *shard) validateClassicOffsetCommit(req *kmsg.OffsetCommitRequest) error {
 	g := s.groups[req.Group]
 	if g == nil {
 		if req.Generation >= 0 {
@@ -67,7 +83,8 @@ func (s *shard) commitOffsets(req *kmsg.OffsetCommitRequest, valid func(topic st
 			}
 		}
 	}
-	if err := s.validateOffsetCommit(req); err != nil {
+	check, err := s.validateOffsetCommit(req)
+	if err != nil {
 		fillAll(err)
 		return
 	}
@@ -88,6 +105,12 @@ func (s *shard) commitOffsets(req *kmsg.OffsetCommitRequest, valid func(topic st
 			rp := &resp.Topics[i].Partitions[j]
 			if rp.ErrorCode != 0 || !valid(t.Topic, p.Partition) {
 				continue
+			}
+			if check != nil {
+				if err := check(t.Topic, p.Partition); err != nil {
+					rp.ErrorCode = code(err)
+					continue
+				}
 			}
 			if p.Metadata != nil && len(*p.Metadata) > s.c.cfg.OffsetMetadataMaxBytes {
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
