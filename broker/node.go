@@ -123,6 +123,8 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.raft = rn
 	rn.Register(&cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata")})
+	// Metadata snapshots: settings and the generator (metadata_snapshot.go).
+	configureMetadataSnapshots(rn, n.cache, cfg)
 
 	if cfg.ProcessRoles.IsController() {
 		cc := controller.FromBrokerConfig(cfg)

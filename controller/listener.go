@@ -62,3 +62,41 @@ func (l listener) HandleLeaderChange(le raft.LeaderAndEpoch) {
 	default:
 	}
 }
+
+var _ raft.SnapshotListener = listener{}
+
+// HandleSnapshot replaces the replayed state and the image by a snapshot's
+// (QuorumController's handleLoadSnapshot): every record is replayed on an
+// empty state at the snapshot's last contained offset, then batches after
+// the snapshot follow through HandleCommit.
+func (l listener) HandleSnapshot(s *raft.SnapshotReader) {
+	c := l.c
+	last := s.LastContainedLogOffset()
+	var recs []metadatacache.Record
+	for _, raw := range s.Records() {
+		r, err := metadatacache.DecodeRecord(raw)
+		if err != nil {
+			c.log.Error("undecodable metadata record in snapshot", zap.String("snapshot", raft.SnapshotFileName(s.ID)), zap.Error(err))
+			continue
+		}
+		recs = append(recs, r)
+	}
+	c.stateMu.Lock()
+	st := newState()
+	st.nodeID, st.staticUnclean = c.st.nodeID, c.st.staticUnclean
+	for _, r := range recs {
+		if err := st.replay(last, r); err != nil {
+			c.log.Error("snapshot record replay failed", zap.String("snapshot", raft.SnapshotFileName(s.ID)), zap.Error(err))
+		}
+	}
+	st.lastOffset = last
+	c.st = st
+	if err := c.cache.LoadSnapshot(metadatacache.Batch{
+		BaseOffset: last, LastOffset: last, Epoch: s.ID.Epoch, AppendTimeMs: s.LastContainedLogTimestamp, Records: recs,
+	}); err != nil {
+		c.log.Error("metadata snapshot load failed", zap.String("snapshot", raft.SnapshotFileName(s.ID)), zap.Error(err))
+	}
+	close(c.appliedCh)
+	c.appliedCh = make(chan struct{})
+	c.stateMu.Unlock()
+}

@@ -192,13 +192,15 @@ type Batch struct {
 	Epoch        int32
 	AppendTimeMs int64
 	Records      [][]byte
+	// SizeInBytes is the size of the encoded batch.
+	SizeInBytes int
 }
 
 // decodeBatches decodes raw batches into listener Batches; control batches are
 // passed with control=true (and no records) so the caller can skip them.
 func decodeBatches(b []byte, fn func(bt Batch, control bool) error) error {
 	return walkBatches(b, true, func(h batchHeader, raw []byte) error {
-		bt := Batch{BaseOffset: h.baseOffset, LastOffset: h.lastOffset(), Epoch: h.epoch, AppendTimeMs: h.maxTs}
+		bt := Batch{BaseOffset: h.baseOffset, LastOffset: h.lastOffset(), Epoch: h.epoch, AppendTimeMs: h.maxTs, SizeInBytes: len(raw)}
 		if !h.control() {
 			recs, err := recordValues(h, raw)
 			if err != nil {

@@ -40,13 +40,17 @@ type CoreConfig struct {
 	RetryBackoffMs int64
 	// FetchMaxWaitMs is the MaxWaitMs a follower puts in Fetch (500).
 	FetchMaxWaitMs int64
-	Rand           *rand.Rand
+	// FetchSnapshotMaxBytes: controller.quorum.fetch.snapshot.max.bytes (1 MiB).
+	FetchSnapshotMaxBytes int32
+	Rand                  *rand.Rand
 
-	// Restored state: the quorum-state file and the log.
-	State  HardState
-	LogEnd int64
-	Epochs []EpochStart
-	NowMs  int64
+	// Restored state: the quorum-state file, the log and its snapshots.
+	State     HardState
+	LogStart  int64
+	LogEnd    int64
+	Epochs    []EpochStart
+	Snapshots []SnapshotInfo
+	NowMs     int64
 }
 
 func (c *CoreConfig) defaults() {
@@ -68,6 +72,9 @@ func (c *CoreConfig) defaults() {
 	if c.FetchMaxWaitMs <= 0 {
 		c.FetchMaxWaitMs = 500
 	}
+	if c.FetchSnapshotMaxBytes <= 0 {
+		c.FetchSnapshotMaxBytes = 1 << 20
+	}
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewSource(1))
 	}
@@ -81,6 +88,8 @@ type replicaState struct {
 	leaderEndAtLastFetch int64
 	beginAcked           bool
 	beginSentMs          int64
+	// last FetchSnapshot from this replica (counts for check quorum)
+	lastSnapshotFetchMs int64
 }
 
 type parkedFetch struct {
@@ -105,10 +114,12 @@ type Core struct {
 	leader  int32
 	votedID int32
 
-	epochs  epochCache
-	leo     int64 // log end offset including entries not yet handed to the environment
-	flushed int64 // log end offset the environment has made durable (Advance)
-	hw      int64 // -1 unknown
+	epochs    epochCache
+	logStart  int64          // log start offset: below it only snapshots
+	snapshots []SnapshotInfo // frozen snapshots, ascending
+	leo       int64          // log end offset including entries not yet handed to the environment
+	flushed   int64          // log end offset the environment has made durable (Advance)
+	hw        int64          // -1 unknown
 
 	electionDeadline int64
 
@@ -121,7 +132,9 @@ type Core struct {
 	fetchSentMs    int64
 	fetchRetryAt   int64
 	leaderResigned bool
-	lastContact    int64 // last successful contact with the leader of this epoch
+	lastContact    int64           // last successful contact with the leader of this epoch
+	fetchingSnap   *OffsetAndEpoch // snapshot being downloaded (FetchSnapshot)
+	snapPos        int64           // bytes of it received
 
 	// Leader
 	hwKnown      bool // the high watermark was established in this epoch
@@ -143,6 +156,8 @@ type Core struct {
 	entries      []Entry
 	msgs         []Message
 	hwChanged    bool
+	snapChunks   []SnapshotChunk
+	snapLoad     *SnapshotInfo
 	lastReported LeaderAndEpoch
 	err          error
 }
@@ -160,6 +175,8 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		leader:     cfg.State.LeaderID,
 		votedID:    cfg.State.VotedID,
 		epochs:     epochCache(slices.Clone(cfg.Epochs)),
+		logStart:   cfg.LogStart,
+		snapshots:  slices.Clone(cfg.Snapshots),
 		leo:        cfg.LogEnd,
 		flushed:    cfg.LogEnd,
 		hw:         -1,
@@ -174,7 +191,8 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		return nil, errors.New("raft: no voters")
 	}
 	c.isVoter = slices.Contains(c.voters, c.id)
-	if le := c.epochs.latest(); le > c.epoch {
+	slices.SortFunc(c.snapshots, func(a, b SnapshotInfo) int { return compareOffsetAndEpoch(a.ID, b.ID) })
+	if le := c.lastEpoch(); le > c.epoch {
 		// The quorum-state file is older than the log (lost or replaced):
 		// start unattached in the log's epoch (QuorumState.initialize).
 		c.epoch, c.leader, c.votedID, c.hsDirty = le, NoLeader, NoLeader, true
@@ -236,7 +254,7 @@ func (c *Core) HighWatermark() int64 { return c.hw }
 func (c *Core) Status() Status {
 	s := Status{
 		ID: c.id, Role: c.role, Epoch: c.epoch, LeaderID: c.leader, VotedID: c.votedID,
-		HighWatermark: c.hw, LogEndOffset: c.leo, LastEpoch: c.epochs.latest(), EpochStartOffset: -1,
+		HighWatermark: c.hw, LogStartOffset: c.logStart, LogEndOffset: c.leo, LastEpoch: c.lastEpoch(), EpochStartOffset: -1,
 	}
 	if c.role != RoleLeader {
 		return s
@@ -330,6 +348,7 @@ func (c *Core) leaveRole() {
 	c.votes = nil
 	c.fetchInflight = 0
 	c.leaderResigned = false
+	c.fetchingSnap = nil
 }
 
 func (c *Core) becomeUnattached(epoch int32) {
@@ -388,7 +407,7 @@ func (c *Core) becomeProspective() {
 			continue
 		}
 		c.send(Message{Type: MsgVote, To: v, ID: c.newID(), Epoch: c.epoch + 1, PreVote: true,
-			LastEpoch: c.epochs.latest(), LastOffset: c.leo})
+			LastEpoch: c.lastEpoch(), LastOffset: c.leo})
 	}
 }
 
@@ -411,7 +430,7 @@ func (c *Core) startCandidacy() {
 			continue
 		}
 		c.send(Message{Type: MsgVote, To: v, ID: c.newID(), Epoch: c.epoch,
-			LastEpoch: c.epochs.latest(), LastOffset: c.leo})
+			LastEpoch: c.lastEpoch(), LastOffset: c.leo})
 	}
 }
 
@@ -597,14 +616,14 @@ func (c *Core) Propose(records [][]byte) (base, last int64, err error) {
 // HasReady reports whether Ready has anything to do.
 func (c *Core) HasReady() bool {
 	return c.hsDirty || c.truncateTo >= 0 || len(c.entries) > 0 || len(c.msgs) > 0 || c.hwChanged ||
-		c.lastReported != c.LeaderAndEpoch()
+		len(c.snapChunks) > 0 || c.snapLoad != nil || c.lastReported != c.LeaderAndEpoch()
 }
 
 // Ready returns the pending work. The caller must act on it and call Advance
 // before calling Step, Tick or Propose again.
 func (c *Core) Ready() Ready {
 	rd := Ready{TruncateTo: c.truncateTo, Entries: c.entries, Messages: c.msgs,
-		HighWatermark: c.hw, HWChanged: c.hwChanged, logEnd: c.leo}
+		HighWatermark: c.hw, HWChanged: c.hwChanged, SnapshotChunks: c.snapChunks, LoadSnapshot: c.snapLoad, logEnd: c.leo}
 	if c.hsDirty {
 		hs := HardState{LeaderEpoch: c.epoch, LeaderID: c.leader, VotedID: c.votedID}
 		rd.HardState = &hs
@@ -618,6 +637,8 @@ func (c *Core) Ready() Ready {
 	c.entries = nil
 	c.msgs = nil
 	c.hwChanged = false
+	c.snapChunks = nil
+	c.snapLoad = nil
 	return rd
 }
 
@@ -702,7 +723,7 @@ func (c *Core) leaderTick() {
 		// check quorum: a majority must have fetched within 1.5 * fetch timeout
 		n := 1
 		for _, v := range c.voters {
-			if v != c.id && c.replicas[v].lastFetchMs >= c.now-c.checkQuorumTimeout() {
+			if r := c.replicas[v]; v != c.id && max(r.lastFetchMs, r.lastSnapshotFetchMs) >= c.now-c.checkQuorumTimeout() {
 				n++
 			}
 		}
@@ -731,6 +752,10 @@ func (c *Core) sendFetch() {
 	if c.role != RoleFollower || c.leader < 0 {
 		return
 	}
+	if c.fetchingSnap != nil {
+		c.sendFetchSnapshotTo(c.leader)
+		return
+	}
 	c.sendFetchTo(c.leader)
 }
 
@@ -738,5 +763,5 @@ func (c *Core) sendFetchTo(to int32) {
 	c.fetchInflight = c.newID()
 	c.fetchSentMs = c.now
 	c.send(Message{Type: MsgFetch, To: to, ID: c.fetchInflight, Epoch: c.epoch,
-		LastOffset: c.leo, LastEpoch: c.epochs.latest(), MaxWaitMs: c.cfg.FetchMaxWaitMs})
+		LastOffset: c.leo, LastEpoch: c.lastEpoch(), MaxWaitMs: c.cfg.FetchMaxWaitMs})
 }

@@ -31,6 +31,10 @@ func (c *Core) Step(m Message) error {
 		c.handleFetch(m)
 	case MsgFetchResp:
 		c.handleFetchResp(m)
+	case MsgFetchSnapshot:
+		c.handleFetchSnapshot(m)
+	case MsgFetchSnapshotResp:
+		c.handleFetchSnapshotResp(m)
 	default:
 		return fmt.Errorf("raft: unknown message type %d", m.Type)
 	}
@@ -74,7 +78,7 @@ func (c *Core) handleCommonResponse(m Message) bool {
 // Vote
 
 func (c *Core) logUpToDate(lastEpoch int32, endOffset int64) bool {
-	my := c.epochs.latest()
+	my := c.lastEpoch()
 	if lastEpoch != my {
 		return lastEpoch > my
 	}
@@ -249,11 +253,21 @@ func (c *Core) handleFetch(m Message) {
 		c.send(resp)
 		return
 	}
-	// validateOffsetAndEpoch
-	end := c.epochs.endOffsetFor(m.LastEpoch, c.leo)
-	if end.Offset < m.LastOffset || end.Epoch < m.LastEpoch {
-		d := end
-		resp.Diverging = &d
+	// A follower with an empty log gets the latest snapshot at once;
+	// otherwise validateOffsetAndEpoch decides (records, divergence or snapshot).
+	if ls, ok := c.latestSnapshot(); ok && m.LastOffset == 0 && ls.ID != bootstrapSnapshotID {
+		id := ls.ID
+		resp.SnapshotID = &id
+		c.send(resp)
+		return
+	}
+	switch kind, at := c.validateOffsetAndEpoch(m.LastOffset, m.LastEpoch); kind {
+	case validDiverging:
+		resp.Diverging = &at
+		c.send(resp)
+		return
+	case validSnapshot:
+		resp.SnapshotID = &at
 		c.send(resp)
 		return
 	}
@@ -362,14 +376,18 @@ func (c *Core) handleFetchResp(m Message) {
 	}
 	// The high watermark applies only to a log the leader validated: never
 	// after a DivergingEpoch (the local log may still differ below it).
-	validated := m.Diverging == nil
+	validated := m.Diverging == nil && m.SnapshotID == nil
 	switch {
+	case m.SnapshotID != nil:
+		// The leader asks us to fetch a snapshot; its id is beyond our log,
+		// so it is not validated against it.
+		c.startSnapshotFetch(*m.SnapshotID)
 	case m.Diverging != nil:
 		if c.hw >= 0 && m.Diverging.Offset < c.hw {
 			c.fail(violation("leader %d asks %d to truncate to %d below high watermark %d", m.From, c.id, m.Diverging.Offset, c.hw))
 			return
 		}
-		local := c.epochs.endOffsetFor(m.Diverging.Epoch, c.leo)
+		local := c.endOffsetForEpoch(m.Diverging.Epoch)
 		to := local.Offset
 		if local.Epoch == m.Diverging.Epoch {
 			to = min(to, m.Diverging.Offset)
@@ -384,7 +402,7 @@ func (c *Core) handleFetchResp(m Message) {
 			break // stale
 		}
 		for _, e := range m.Entries {
-			if e.Offset != c.leo || e.LastOffset < e.Offset || e.Epoch > c.epoch || e.Epoch < c.epochs.latest() {
+			if e.Offset != c.leo || e.LastOffset < e.Offset || e.Epoch > c.epoch || e.Epoch < c.lastEpoch() {
 				c.fail(fmt.Errorf("raft: bad batch [%d,%d] epoch %d from leader %d at log end %d", e.Offset, e.LastOffset, e.Epoch, m.From, c.leo))
 				return
 			}

@@ -29,6 +29,21 @@ func (c *epochCache) truncateFrom(offset int64) {
 	*c = s
 }
 
+// truncateFromStart drops the epochs that end before offset; the epoch
+// covering offset then starts at offset (LeaderEpochFileCache.truncateFromStart).
+func (c *epochCache) truncateFromStart(offset int64) {
+	s := *c
+	i := 0
+	for i < len(s) && s[i].StartOffset < offset {
+		i++
+	}
+	if i > 0 && (i == len(s) || s[i].StartOffset > offset) {
+		i--
+		s[i].StartOffset = offset
+	}
+	*c = append(epochCache(nil), s[i:]...)
+}
+
 // endOffsetFor answers "where does epoch end in this log": the largest epoch
 // <= requested present in the log and the first offset after it, as Kafka's
 // LeaderEpochFileCache.endOffsetFor. logEnd is the log end offset.

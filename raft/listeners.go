@@ -1,6 +1,8 @@
 package raft
 
 import (
+	"fmt"
+
 	"go.uber.org/zap"
 )
 
@@ -9,20 +11,34 @@ import (
 type listenerState struct {
 	l         Listener
 	next      int64          // next offset to deliver
+	fresh     bool           // nothing delivered yet (Kafka's STARTING_NEXT_OFFSET)
 	delivered LeaderAndEpoch // last leader change delivered
 	done      chan struct{}
 }
 
+// SnapshotListener is a Listener that can load snapshots. A new one gets the
+// latest snapshot first (when there is one) and then the committed batches
+// after it, so a restart replays only the log's tail; any listener whose
+// next offset falls below the log start (the log before a snapshot was
+// deleted, or a snapshot was fetched from the leader) gets the latest
+// snapshot again (KafkaRaftClient.updateListenersProgress).
+type SnapshotListener interface {
+	Listener
+	// HandleSnapshot replaces the listener's state by the snapshot's; batches
+	// from s.ID.Offset follow.
+	HandleSnapshot(s *SnapshotReader)
+}
+
 // Register adds a listener. It receives every committed batch from offset 0
-// (so the whole committed log is re-delivered after a restart), then new
-// commits as they happen, and leader changes. A change that makes this node
+// (from the latest snapshot for a SnapshotListener), then new commits as
+// they happen, and leader changes. A change that makes this node
 // the leader is delivered only after every batch before the leader's epoch
 // start, as KafkaRaftClient does, so a listener that sees itself become leader
 // has replayed the whole committed log.
 func (n *Node) Register(l Listener) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ls := &listenerState{l: l, delivered: LeaderAndEpoch{LeaderID: NoLeader, Epoch: -1}, done: make(chan struct{})}
+	ls := &listenerState{l: l, fresh: true, delivered: LeaderAndEpoch{LeaderID: NoLeader, Epoch: -1}, done: make(chan struct{})}
 	n.lsn = append(n.lsn, ls)
 	if n.closed {
 		close(ls.done)
@@ -60,9 +76,23 @@ func (n *Node) runListener(ls *listenerState) {
 			n.mu.Unlock()
 			return
 		}
-		var raw []byte
+		var raw, snap []byte
+		var snapID OffsetAndEpoch
 		var err error
+		sl, canSnap := ls.l.(SnapshotListener)
+		if n.hw > ls.next && (ls.fresh || ls.next < n.core.LogStartOffset()) {
+			if latest, ok := n.snaps.latest(); ok && canSnap && latest.ID.Offset <= n.hw {
+				snapID, snap, _, err = n.readLatestSnapshotLocked()
+			} else if ls.next < n.core.LogStartOffset() {
+				n.log.Error("raft listener cannot load snapshots; skipping to the log start",
+					zap.Int64("offset", ls.next), zap.Int64("logStartOffset", n.core.LogStartOffset()))
+				ls.next = n.core.LogStartOffset()
+			}
+		}
 		if n.hw > ls.next {
+			ls.fresh = false
+		}
+		if snap == nil && err == nil && n.hw > ls.next {
 			raw, err = n.store.Read(ls.next, n.hw, 1<<20)
 		}
 		hw := n.hw
@@ -78,6 +108,18 @@ func (n *Node) runListener(ls *listenerState) {
 			n.fail(err)
 			n.mu.Unlock()
 			return
+		}
+		if snap != nil {
+			sr, err := DecodeSnapshot(snapID, snap)
+			if err != nil {
+				n.mu.Lock()
+				n.fail(fmt.Errorf("raft: reading snapshot %s: %w", SnapshotFileName(snapID), err))
+				n.mu.Unlock()
+				return
+			}
+			sl.HandleSnapshot(sr)
+			ls.next = snapID.Offset
+			continue
 		}
 		if len(raw) > 0 {
 			err = decodeBatches(raw, func(b Batch, control bool) error {

@@ -16,6 +16,16 @@ type LogStore interface {
 	// first batch alone is larger.
 	Read(from, to int64, maxBytes int) ([]byte, error)
 	Close() error
+
+	// LogStartOffset is the first offset of the log (offsets below it are in snapshots).
+	LogStartOffset() int64
+	// IncrementLogStartOffset raises the log start offset and deletes the
+	// segments wholly below it.
+	IncrementLogStartOffset(offset int64) error
+	// TruncateFullyAndStartAt empties the log and starts it at offset.
+	TruncateFullyAndStartAt(offset int64) error
+	// Size is the size of the log in bytes.
+	Size() int64
 }
 
 // epochLister is implemented by stores that keep a leader-epoch cache.
@@ -31,7 +41,7 @@ func scanEpochs(l LogStore) ([]EpochStart, error) {
 	}
 	var c epochCache
 	end := l.LogEndOffset()
-	for off := int64(0); off < end; {
+	for off := l.LogStartOffset(); off < end; {
 		b, err := l.Read(off, end, 1<<20)
 		if err != nil {
 			return nil, err

@@ -57,6 +57,9 @@ type Config struct {
 	Transport    Transport // needed with more than one voter
 	// Log overrides the metadata log (tests); default: the log in the partition dir.
 	Log LogStore
+	// Snapshots: triggers, retention and segment settings (snapshot files
+	// live in the partition dir). The zero value is DefaultSnapshotConfig.
+	Snapshots SnapshotConfig
 }
 
 // ErrBatchTooLarge is returned by Append for a batch over 8 MiB
@@ -88,6 +91,7 @@ type Node struct {
 	cond     *sync.Cond // signalled on HW, leader or closed changes
 	core     *Core
 	store    LogStore
+	snaps    *snapshotFiles // frozen snapshots and a download in progress
 	started  bool
 	closed   bool
 	failed   error
@@ -145,6 +149,9 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.Snapshots == (SnapshotConfig{}) {
+		cfg.Snapshots = DefaultSnapshotConfig()
+	}
 	if cfg.MetadataLogDir == "" && cfg.Log == nil {
 		return nil, errors.New("raft: no MetadataLogDir")
 	}
@@ -180,7 +187,7 @@ func (n *Node) Start() error {
 		if err := n.cfg.FS.MkdirAll(partitionDir(n.cfg.MetadataLogDir), 0o755); err != nil {
 			return err
 		}
-		sl, err := openStorageLog(n.cfg.FS, partitionDir(n.cfg.MetadataLogDir), n.cfg.Now, n.cfg.Logger)
+		sl, err := openStorageLog(n.cfg.FS, partitionDir(n.cfg.MetadataLogDir), n.cfg.Snapshots.SegmentBytes, n.cfg.Snapshots.SegmentMs, n.cfg.Now, n.cfg.Logger)
 		if err != nil {
 			return err
 		}
@@ -190,25 +197,32 @@ func (n *Node) Start() error {
 	if err != nil {
 		return err
 	}
+	snaps, err := n.openSnapshots(store)
+	if err != nil {
+		return err
+	}
 	epochs, err := scanEpochs(store)
 	if err != nil {
 		return err
 	}
 	core, err := NewCore(CoreConfig{
 		ID: n.cfg.NodeID, Voters: n.voters,
-		ElectionTimeoutMs: n.cfg.ElectionTimeout.Milliseconds(),
-		FetchTimeoutMs:    n.cfg.FetchTimeout.Milliseconds(),
-		RequestTimeoutMs:  n.cfg.RequestTimeout.Milliseconds(),
-		FetchMaxWaitMs:    n.cfg.FetchMaxWait.Milliseconds(),
-		Rand:              n.cfg.Rand,
-		State:             hs, LogEnd: store.LogEndOffset(), Epochs: epochs, NowMs: n.nowMs(),
+		ElectionTimeoutMs:     n.cfg.ElectionTimeout.Milliseconds(),
+		FetchTimeoutMs:        n.cfg.FetchTimeout.Milliseconds(),
+		RequestTimeoutMs:      n.cfg.RequestTimeout.Milliseconds(),
+		FetchMaxWaitMs:        n.cfg.FetchMaxWait.Milliseconds(),
+		FetchSnapshotMaxBytes: n.cfg.Snapshots.FetchSnapshotMaxBytes,
+		Rand:                  n.cfg.Rand,
+		State:                 hs, LogStart: store.LogStartOffset(), LogEnd: store.LogEndOffset(), Epochs: epochs,
+		Snapshots: snaps.ids, NowMs: n.nowMs(),
 	})
 	if err != nil {
 		return err
 	}
-	n.store, n.core, n.started = store, core, true
+	n.store, n.snaps, n.core, n.started = store, snaps, core, true
 	n.log.Info("raft starting", zap.Int32("node", n.cfg.NodeID), zap.Int32("epoch", hs.LeaderEpoch),
-		zap.Int64("logEndOffset", store.LogEndOffset()))
+		zap.Int64("logStartOffset", store.LogStartOffset()), zap.Int64("logEndOffset", store.LogEndOffset()),
+		zap.Int("snapshots", len(snaps.ids)))
 	if err := n.processReadyLocked(); err != nil {
 		return err
 	}
@@ -229,6 +243,9 @@ func (n *Node) run() {
 			if !n.closed && n.failed == nil {
 				n.fail(n.core.Tick(n.nowMs()))
 				n.fail(n.processReadyLocked())
+				if len(n.snaps.ids) > 1 {
+					n.fail(n.maybeCleanLocked())
+				}
 			}
 			n.mu.Unlock()
 		}
@@ -283,6 +300,16 @@ func (n *Node) processReadyLocked() error {
 				return err
 			}
 		}
+		for _, ch := range rd.SnapshotChunks {
+			if err := n.snaps.appendPart(ch.ID, ch.Position, ch.Data); err != nil {
+				return fmt.Errorf("raft: writing fetched snapshot: %w", err)
+			}
+		}
+		if s := rd.LoadSnapshot; s != nil {
+			if err := n.loadFetchedSnapshotLocked(*s); err != nil {
+				return err
+			}
+		}
 		for _, m := range rd.Messages {
 			if err := n.dispatchLocked(m); err != nil {
 				return err
@@ -331,6 +358,13 @@ func (n *Node) dispatchLocked(m Message) error {
 			return err
 		}
 		m.Entries = []Entry{{Raw: b}}
+	}
+	if m.Type == MsgFetchSnapshotResp && m.SnapshotID != nil && m.ReadFrom >= 0 && m.ReadTo > m.ReadFrom {
+		b, err := n.snaps.readAt(*m.SnapshotID, m.ReadFrom, int(m.ReadTo-m.ReadFrom))
+		if err != nil {
+			return err
+		}
+		m.Data = b
 	}
 	if m.Type.IsResponse() {
 		if ch, ok := n.waiters[m.ID]; ok {
@@ -502,6 +536,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.snaps.abortPart()
 	return n.store.Close()
 }
 

@@ -11,7 +11,7 @@ import (
 
 // The KRaft RPCs on the CONTROLLER listener, translated between kmsg and the
 // core's Message. Versions sent: Vote 2 (KIP-996 pre-vote), BeginQuorumEpoch 1,
-// EndQuorumEpoch 1, Fetch 17. Versions served: whatever kmsg decodes; requests
+// EndQuorumEpoch 1, Fetch 17, FetchSnapshot 1. Versions served: whatever kmsg decodes; requests
 // are validated as KafkaRaftClient does (cluster id, single topic-partition
 // __cluster_metadata-0, argument ranges) before they reach the core.
 
@@ -23,8 +23,8 @@ var MetadataTopicID = [16]byte{15: 1}
 
 // ServedVersions are the API versions HandleRequest serves on the CONTROLLER
 // listener (Kafka 4.x): Fetch 4-17, Vote 0-2, BeginQuorumEpoch 0-1,
-// EndQuorumEpoch 0-1, DescribeQuorum 0-2, FetchSnapshot 0-1 (answered with
-// UNSUPPORTED_VERSION until snapshots exist). For the broker's version registry.
+// EndQuorumEpoch 0-1, DescribeQuorum 0-2, FetchSnapshot 0-1. For the
+// broker's version registry.
 var ServedVersions = map[int16][2]int16{
 	1:  {4, 17},
 	52: {0, 2},
@@ -39,6 +39,7 @@ const (
 	beginVersion    = 1
 	endVersion      = 1
 	fetchVersion    = 17
+	fetchSnapVer    = 1
 	controllerLname = "CONTROLLER"
 )
 
@@ -118,6 +119,22 @@ func (n *Node) toKmsgRequest(m Message) kmsg.Request {
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
+	case MsgFetchSnapshot:
+		r := kmsg.NewPtrFetchSnapshotRequest()
+		r.Version = fetchSnapVer
+		r.ClusterID = n.clusterIDPtr()
+		r.ReplicaID = n.cfg.NodeID
+		r.MaxBytes = m.MaxBytes
+		t := kmsg.NewFetchSnapshotRequestTopic()
+		t.Topic = MetadataTopic
+		p := kmsg.NewFetchSnapshotRequestTopicPartition()
+		p.CurrentLeaderEpoch, p.Position = m.Epoch, m.Position
+		if m.SnapshotID != nil {
+			p.SnapshotID.EndOffset, p.SnapshotID.Epoch = m.SnapshotID.Offset, m.SnapshotID.Epoch
+		}
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
 	}
 	panic(fmt.Sprintf("raft: no request for %v", m.Type))
 }
@@ -164,6 +181,9 @@ func (n *Node) fromKmsgResponse(req Message, resp kmsg.Response) (Message, error
 			if p.DivergingEpoch.Epoch >= 0 && p.DivergingEpoch.EndOffset >= 0 {
 				out.Diverging = &OffsetAndEpoch{Offset: p.DivergingEpoch.EndOffset, Epoch: p.DivergingEpoch.Epoch}
 			}
+			if p.SnapshotID.Epoch >= 0 && p.SnapshotID.EndOffset >= 0 {
+				out.SnapshotID = &OffsetAndEpoch{Offset: p.SnapshotID.EndOffset, Epoch: p.SnapshotID.Epoch}
+			}
 			if len(p.RecordBatches) > 0 && out.Error == 0 {
 				es, err := entriesFromBatches(p.RecordBatches)
 				if err != nil {
@@ -173,6 +193,21 @@ func (n *Node) fromKmsgResponse(req Message, resp kmsg.Response) (Message, error
 			}
 		} else if out.Error == 0 {
 			return out, errors.New("fetch response without __cluster_metadata-0")
+		}
+	case *kmsg.FetchSnapshotResponse:
+		out.Type, out.Error = MsgFetchSnapshotResp, r.ErrorCode
+		if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
+			p := r.Topics[0].Partitions[0]
+			out.Epoch, out.LeaderID = p.CurrentLeader.LeaderEpoch, p.CurrentLeader.LeaderID
+			if out.Error == 0 {
+				out.Error = p.ErrorCode
+			}
+			if p.SnapshotID.EndOffset >= 0 && p.SnapshotID.Epoch >= 0 && out.Error == 0 {
+				out.SnapshotID = &OffsetAndEpoch{Offset: p.SnapshotID.EndOffset, Epoch: p.SnapshotID.Epoch}
+			}
+			out.Size, out.Position, out.Data = p.Size, p.Position, p.Bytes
+		} else if out.Error == 0 {
+			return out, errors.New("fetch snapshot response without __cluster_metadata-0")
 		}
 	default:
 		return out, fmt.Errorf("unexpected response %T", resp)
@@ -187,14 +222,6 @@ func (n *Node) HandleRequest(ctx context.Context, req kmsg.Request) (kmsg.Respon
 	switch r := req.(type) {
 	case *kmsg.DescribeQuorumRequest:
 		return n.describeQuorum(r), nil
-	case *kmsg.FetchSnapshotRequest:
-		// Snapshots are not implemented yet: no replica is ever redirected to one.
-		resp := r.ResponseKind().(*kmsg.FetchSnapshotResponse)
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		if !n.validClusterID(r.ClusterID) {
-			resp.ErrorCode = kerr.InconsistentClusterID.Code
-		}
-		return resp, nil
 	}
 	m, errResp, err := n.fromKmsgRequest(req)
 	if err != nil || errResp != nil {
@@ -313,6 +340,31 @@ func (n *Node) fromKmsgRequest(req kmsg.Request) (Message, kmsg.Response, error)
 			m.From = r.ReplicaState.ID
 		}
 		m.Epoch, m.LastOffset, m.LastEpoch, m.MaxWaitMs = p.CurrentLeaderEpoch, p.FetchOffset, p.LastFetchedEpoch, int64(r.MaxWaitMillis)
+	case *kmsg.FetchSnapshotRequest:
+		resp := r.ResponseKind().(*kmsg.FetchSnapshotResponse)
+		if !n.validClusterID(r.ClusterID) {
+			resp.ErrorCode = kerr.InconsistentClusterID.Code
+			return m, resp, nil
+		}
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return m, resp, nil
+		}
+		p := r.Topics[0].Partitions[0]
+		if r.Topics[0].Topic != MetadataTopic || p.Partition != 0 {
+			t := kmsg.NewFetchSnapshotResponseTopic()
+			t.Topic = r.Topics[0].Topic
+			rp := kmsg.NewFetchSnapshotResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
+			le := n.LeaderAndEpoch()
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = le.LeaderID, le.Epoch
+			t.Partitions = append(t.Partitions, rp)
+			resp.Topics = append(resp.Topics, t)
+			return m, resp, nil
+		}
+		id := OffsetAndEpoch{Offset: p.SnapshotID.EndOffset, Epoch: p.SnapshotID.Epoch}
+		m.Type, m.From, m.Epoch, m.SnapshotID = MsgFetchSnapshot, r.ReplicaID, p.CurrentLeaderEpoch, &id
+		m.Position, m.MaxBytes = p.Position, r.MaxBytes
 	default:
 		return m, nil, fmt.Errorf("raft: unexpected request %T", req)
 	}
@@ -356,10 +408,13 @@ func (n *Node) toKmsgResponse(req kmsg.Request, m Message) kmsg.Response {
 		t.Topic, t.TopicID = MetadataTopic, MetadataTopicID
 		p := kmsg.NewFetchResponseTopicPartition()
 		p.ErrorCode, p.HighWatermark = m.Error, m.HighWatermark
-		p.LastStableOffset, p.LogStartOffset = -1, 0
+		p.LastStableOffset, p.LogStartOffset = -1, n.Status().LogStartOffset
 		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = m.LeaderID, m.Epoch
 		if m.Diverging != nil {
 			p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = m.Diverging.Epoch, m.Diverging.Offset
+		}
+		if m.SnapshotID != nil {
+			p.SnapshotID.EndOffset, p.SnapshotID.Epoch = m.SnapshotID.Offset, m.SnapshotID.Epoch
 		}
 		for _, e := range m.Entries {
 			p.RecordBatches = append(p.RecordBatches, e.Raw...)
@@ -371,6 +426,27 @@ func (n *Node) toKmsgResponse(req kmsg.Request, m Message) kmsg.Response {
 				b := kmsg.NewFetchResponseBroker()
 				b.NodeID, b.Host, b.Port = m.LeaderID, ep.Host, int32(ep.Port)
 				resp.Brokers = append(resp.Brokers, b)
+			}
+		}
+		return resp
+	case *kmsg.FetchSnapshotRequest:
+		resp := r.ResponseKind().(*kmsg.FetchSnapshotResponse)
+		t := kmsg.NewFetchSnapshotResponseTopic()
+		t.Topic = MetadataTopic
+		p := kmsg.NewFetchSnapshotResponseTopicPartition()
+		p.ErrorCode = m.Error
+		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = m.LeaderID, m.Epoch
+		if m.SnapshotID != nil {
+			p.SnapshotID.EndOffset, p.SnapshotID.Epoch = m.SnapshotID.Offset, m.SnapshotID.Epoch
+			p.Size, p.Position, p.Bytes = m.Size, m.Position, m.Data
+		}
+		t.Partitions = append(t.Partitions, p)
+		resp.Topics = append(resp.Topics, t)
+		if m.LeaderID >= 0 {
+			if ep, ok := n.cfg.Voters[m.LeaderID]; ok && r.Version >= 1 {
+				e := kmsg.NewFetchSnapshotResponseNodeEndpoint()
+				e.NodeID, e.Host, e.Port = m.LeaderID, ep.Host, uint16(ep.Port)
+				resp.NodeEndpoints = append(resp.NodeEndpoints, e)
 			}
 		}
 		return resp

@@ -95,6 +95,8 @@ const (
 	MsgEndQuorumEpochResp
 	MsgFetch
 	MsgFetchResp
+	MsgFetchSnapshot
+	MsgFetchSnapshotResp
 )
 
 var msgTypeNames = map[MsgType]string{
@@ -102,6 +104,7 @@ var msgTypeNames = map[MsgType]string{
 	MsgBeginQuorumEpoch: "BeginQuorumEpoch", MsgBeginQuorumEpochResp: "BeginQuorumEpochResp",
 	MsgEndQuorumEpoch: "EndQuorumEpoch", MsgEndQuorumEpochResp: "EndQuorumEpochResp",
 	MsgFetch: "Fetch", MsgFetchResp: "FetchResp",
+	MsgFetchSnapshot: "FetchSnapshot", MsgFetchSnapshotResp: "FetchSnapshotResp",
 }
 
 func (t MsgType) String() string {
@@ -114,7 +117,7 @@ func (t MsgType) String() string {
 // IsResponse reports whether t is a response type.
 func (t MsgType) IsResponse() bool {
 	switch t {
-	case MsgVoteResp, MsgBeginQuorumEpochResp, MsgEndQuorumEpochResp, MsgFetchResp:
+	case MsgVoteResp, MsgBeginQuorumEpochResp, MsgEndQuorumEpochResp, MsgFetchResp, MsgFetchSnapshotResp:
 		return true
 	}
 	return false
@@ -129,9 +132,13 @@ func (t MsgType) IsResponse() bool {
 //	EndQuorumEpoch:   Epoch, LeaderID, PreferredSuccessors
 //	Fetch:            Epoch (current leader epoch), LastOffset (fetch offset),
 //	                  LastEpoch (last fetched epoch), MaxWaitMs
-//	FetchResp:        Epoch/LeaderID, Error, HighWatermark, Diverging, Entries;
+//	FetchResp:        Epoch/LeaderID, Error, HighWatermark, Diverging, SnapshotID, Entries;
 //	                  a leader's outgoing FetchResp has ReadFrom/ReadTo set and the
 //	                  environment fills Entries from its log before delivery.
+//	FetchSnapshot:    Epoch (current leader epoch), SnapshotID, Position, MaxBytes
+//	FetchSnapshotResp: Epoch/LeaderID, Error, SnapshotID, Size, Position, Data; a
+//	                  leader's outgoing one has ReadFrom/ReadTo (bytes of the snapshot
+//	                  file) set and the environment fills Data.
 type Message struct {
 	Type MsgType
 	From int32
@@ -157,6 +164,12 @@ type Message struct {
 	ReadFrom      int64 // -1: no records
 	ReadTo        int64 // exclusive
 	Entries       []Entry
+
+	SnapshotID *OffsetAndEpoch // Fetch/FetchSnapshot responses: the snapshot to load
+	Position   int64           // FetchSnapshot: byte position in the snapshot
+	Size       int64           // FetchSnapshotResp: size of the whole snapshot
+	MaxBytes   int32           // FetchSnapshot: bytes wanted
+	Data       []byte          // FetchSnapshotResp: the bytes at Position
 }
 
 func (m Message) String() string {
@@ -175,8 +188,21 @@ func (m Message) String() string {
 		if m.Diverging != nil {
 			s += fmt.Sprintf(" diverging=%d@%d", m.Diverging.Offset, m.Diverging.Epoch)
 		}
+		if m.SnapshotID != nil {
+			s += fmt.Sprintf(" snapshot=%d@%d", m.SnapshotID.Offset, m.SnapshotID.Epoch)
+		}
 		if len(m.Entries) > 0 {
 			s += fmt.Sprintf(" entries=[%d,%d]", m.Entries[0].Offset, m.Entries[len(m.Entries)-1].LastOffset)
+		}
+	case MsgFetchSnapshot:
+		if m.SnapshotID != nil {
+			s += fmt.Sprintf(" snapshot=%d@%d", m.SnapshotID.Offset, m.SnapshotID.Epoch)
+		}
+		s += fmt.Sprintf(" position=%d", m.Position)
+	case MsgFetchSnapshotResp:
+		s += fmt.Sprintf(" leader=%d", m.LeaderID)
+		if m.SnapshotID != nil {
+			s += fmt.Sprintf(" snapshot=%d@%d size=%d position=%d bytes=%d", m.SnapshotID.Offset, m.SnapshotID.Epoch, m.Size, m.Position, len(m.Data))
 		}
 	}
 	if m.Error != 0 {
@@ -188,8 +214,12 @@ func (m Message) String() string {
 // Ready is what the core asks its environment to do, in this order:
 //  1. persist HardState (when non-nil) durably,
 //  2. truncate the log to TruncateTo (when >= 0), then append Entries and flush,
-//  3. send Messages (fill FetchResp records from the log first),
-//  4. call Advance(rd).
+//  3. append SnapshotChunks to the snapshot being downloaded; when LoadSnapshot
+//     is set, make that snapshot durable (fsync, rename), then truncate the
+//     log fully to start at its end offset and forget older snapshots,
+//  4. send Messages (fill FetchResp records from the log, FetchSnapshotResp
+//     bytes from the snapshot file first),
+//  5. call Advance(rd).
 //
 // HighWatermark and LeaderChange are informational (deliver committed entries,
 // notify listeners); they never require durability.
@@ -201,7 +231,26 @@ type Ready struct {
 	HighWatermark int64 // current high watermark (-1 unknown)
 	HWChanged     bool
 	LeaderChange  *LeaderAndEpoch
-	logEnd        int64
+
+	SnapshotChunks []SnapshotChunk
+	LoadSnapshot   *SnapshotInfo
+
+	logEnd int64
+}
+
+// SnapshotChunk is a piece of a snapshot fetched from the leader: Data goes
+// at Position of the snapshot ID being downloaded.
+type SnapshotChunk struct {
+	ID       OffsetAndEpoch
+	Position int64
+	Data     []byte
+}
+
+// SnapshotInfo names a frozen snapshot: the state before offset ID.Offset,
+// whose last batch has epoch ID.Epoch, in a file of Size bytes.
+type SnapshotInfo struct {
+	ID   OffsetAndEpoch
+	Size int64
 }
 
 // ReplicaStatus is the leader's view of one replica (DescribeQuorum).
@@ -220,6 +269,7 @@ type Status struct {
 	LeaderID         int32
 	VotedID          int32
 	HighWatermark    int64
+	LogStartOffset   int64
 	LogEndOffset     int64
 	LastEpoch        int32
 	EpochStartOffset int64 // leader only: offset of its LeaderChange record
