@@ -202,7 +202,8 @@ func TestGroupsJavaConsumerProtocols(t *testing.T) {
 			createTopic(t, b, topic, 4, nil)
 			first := valuesN("x", 12)
 			produceValues(t, b, topic, first)
-			prop := []string{"--consumer-property", "group.protocol=" + proto}
+			// (4.4 deprecates --consumer-property for --command-property.)
+			prop := []string{"--command-property", "group.protocol=" + proto}
 			start := time.Now()
 			sameSet(t, "first run", consoleGroupConsume(t, b, topic, group, 12, prop...), first)
 			t.Logf("group.protocol=%s: first run (JVM start, join, 12 records, commit) took %v", proto, time.Since(start))
