@@ -45,6 +45,7 @@ func errResult(part fetchPart, code int16) *partResult {
 type fetchParams struct {
 	version         int16
 	replicaID       int32
+	replicaEpoch    int64 // the follower's broker epoch (v15+), -1 unknown
 	isFollower      bool
 	fetchOnlyLeader bool
 	isolation       isolation
@@ -102,18 +103,19 @@ func (r *FetchResult) Materialize() error {
 //     UNKNOWN_LEADER_EPOCH) and a last fetched epoch that diverges from
 //     the log answers with a diverging epoch (KIP-320).
 func (rm *ReplicaManager) Fetch(ctx context.Context, req *kmsg.FetchRequest) *FetchResult {
-	replicaID := req.ReplicaID
+	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
-		replicaID = req.ReplicaState.ID
+		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
 	params := fetchParams{
-		version:    req.Version,
-		replicaID:  replicaID,
-		isFollower: replicaID >= 0,
-		maxWait:    time.Duration(req.MaxWaitMillis) * time.Millisecond,
-		minBytes:   req.MinBytes,
-		maxBytes:   math.MaxInt32,
-		isolation:  isolateHW,
+		version:      req.Version,
+		replicaID:    replicaID,
+		replicaEpoch: replicaEpoch,
+		isFollower:   replicaID >= 0,
+		maxWait:      time.Duration(req.MaxWaitMillis) * time.Millisecond,
+		minBytes:     req.MinBytes,
+		maxBytes:     math.MaxInt32,
+		isolation:    isolateHW,
 	}
 	if req.Version >= 3 {
 		params.maxBytes = req.MaxBytes
@@ -323,7 +325,7 @@ func (rm *ReplicaManager) read(params fetchParams, fp fetchPart, limit int32, mi
 		return r
 	}
 	if follower && updateFetchState && r.diverging == nil {
-		p.updateFollowerFetchState(params.replicaID, fp.fetchOffset, fp.logStartOffset)
+		rm.followerFetched(p, params.replicaID, params.replicaEpoch, fp.fetchOffset, fp.logStartOffset)
 	}
 	return r
 }

@@ -72,6 +72,8 @@ type ReplicaManager struct {
 
 	sessions *sessionCache
 	pids     *producerIDs
+
+	replicationExt // replica fetchers, ISR changes, HW checkpoint (fetcher_manager.go)
 }
 
 // New returns a ReplicaManager holding no partitions; OnImage gives it some.
@@ -107,6 +109,7 @@ func New(cfg Config) *ReplicaManager {
 // stops background work. Logs are closed by their storage.Manager.
 func (rm *ReplicaManager) Close() {
 	rm.closeOnce.Do(func() { close(rm.closed) })
+	rm.stopReplication()
 }
 
 // Partition returns the local replica of a partition, if any.
@@ -190,12 +193,13 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 		return
 	}
 	rm.mu.Lock()
-	var wake []*Partition
+	var wake, removed []*Partition
 	defer func() {
 		rm.mu.Unlock()
 		for _, p := range wake {
 			p.watch.wakeAll()
 		}
+		rm.replicationOnImage(wake, removed)
 	}()
 	rm.image = img
 	defaults := map[string]string{}
@@ -225,6 +229,7 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 			if ok && p.topicID != t.ID {
 				// Same name, new topic: the old one was deleted.
 				rm.removePartition(p)
+				removed = append(removed, p)
 				ok = false
 			}
 			if !cfgDone {
@@ -246,6 +251,7 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 			rm.removePartition(p)
 			delete(rm.partitions, tp)
 			wake = append(wake, p)
+			removed = append(removed, p)
 		}
 	}
 	for name := range rm.topicCfgs {
@@ -290,13 +296,14 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 		}
 		p.log = l
 		p.cfg = cfg
-		p.hw.Store(l.LogStartOffset())
+		p.hw.Store(rm.initialHighWatermark(p.tp, l))
 	} else if cfgChanged {
 		p.log.SetConfig(cfg)
 		p.cfg = cfg
 	}
 	wasLeader, oldEpoch := p.isLeader, p.leaderEpoch
-	changed := p.leaderEpoch != mp.LeaderEpoch || p.partitionEpoch != mp.PartitionEpoch || cfgChanged
+	epochsChanged := p.leaderEpoch != mp.LeaderEpoch || p.partitionEpoch != mp.PartitionEpoch
+	changed := epochsChanged || cfgChanged
 	p.replicas = mp.Replicas
 	p.isr = mp.Isr
 	p.leader = mp.Leader
@@ -327,6 +334,7 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 		rm.logger.Info("became follower", append(log, zap.Int32("leader", mp.Leader), zap.Int32("leaderEpoch", mp.LeaderEpoch))...)
 		changed = true
 	}
+	p.resetIsrChange(rm.now(), p.isLeader && (!wasLeader || oldEpoch != mp.LeaderEpoch), epochsChanged)
 	if p.isLeader {
 		p.maybeIncrementHW()
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -37,6 +38,7 @@ type Partition struct {
 	stateMu sync.Mutex
 	// Guarded by stateMu.
 	followers map[int32]*followerState
+	isrChg    isrChange // pending AlterPartition (isr.go)
 
 	hw atomic.Int64 // high watermark; written under stateMu
 	// leaderEpochStartOffset is the log end offset when this node became
@@ -51,6 +53,13 @@ type Partition struct {
 type followerState struct {
 	logEndOffset   int64
 	logStartOffset int64
+	// For ISR membership (isr.go): when the follower was last caught up
+	// with the leader's log end, its previous fetch and the leader's log
+	// end then, and the broker epoch it fetched with (KIP-903, -1 unknown).
+	lastCaughtUp       time.Time
+	lastFetchTime      time.Time
+	lastFetchLeaderLEO int64
+	brokerEpoch        int64
 }
 
 func newPartition(tp storage.TopicPartition, topicID [16]byte, nodeID int32) *Partition {
@@ -104,7 +113,7 @@ func (p *Partition) maybeIncrementHW() bool {
 	defer p.stateMu.Unlock()
 	leo := p.log.LogEndOffset()
 	newHW := leo
-	for _, r := range p.isr {
+	for _, r := range p.maximalISRLocked() {
 		if r == p.nodeID {
 			continue
 		}

@@ -1,0 +1,331 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/storage"
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// A cluster of in-process ReplicaManagers (run it inside synctest.Test: the
+// clock is the bubble's). Followers reach leaders through memConn, which
+// calls the leader's Fetch/ListOffsets/OffsetForLeaderEpoch directly, and
+// leaders reach a fake controller that validates AlterPartition as the real
+// one does and publishes the PartitionChangeRecord to every node's image.
+
+type rcNode struct {
+	id    int32
+	rm    *ReplicaManager
+	cache *metadatacache.Cache
+	logs  *memLogs
+	down  atomic.Bool
+}
+
+type rcluster struct {
+	t     *testing.T
+	nodes map[int32]*rcNode
+	rcfg  ReplicationConfig
+
+	mu   sync.Mutex // serializes metadata batches
+	next int64
+
+	alters   atomic.Int32 // AlterPartition requests handled
+	ctrlDown atomic.Bool
+}
+
+// LogDirs, LogDirOf and FS make memLogs a hwCheckpointLogs.
+func (m *memLogs) LogDirs() []string { return []string{m.root} }
+func (m *memLogs) LogDirOf(tp storage.TopicPartition) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.logs[tp]
+	return m.root, ok
+}
+func (m *memLogs) FS() vfs.FS { return m.fs }
+
+func brokerEpochOf(id int32) int64 { return 100 + int64(id) }
+
+func testReplicationConfig() ReplicationConfig {
+	return ReplicationConfig{
+		FetchWaitMax:         500 * time.Millisecond,
+		FetchBackoff:         100 * time.Millisecond,
+		LagTimeMax:           10 * time.Second,
+		HWCheckpointInterval: 5 * time.Second,
+	}
+}
+
+func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
+	t.Helper()
+	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg}
+	for id := int32(1); id <= int32(n); id++ {
+		c.nodes[id] = &rcNode{id: id, logs: newMemLogs()}
+	}
+	for _, nd := range c.nodes {
+		c.startNode(nd)
+	}
+	var recs []metadatacache.Record
+	for id := int32(1); id <= int32(n); id++ {
+		r := metadatacache.NewRegisterBrokerRecord()
+		r.BrokerID, r.BrokerEpoch, r.Fenced = id, brokerEpochOf(id), false
+		recs = append(recs, r)
+	}
+	c.apply(recs...)
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			nd.rm.Close()
+			nd.logs.close()
+		}
+	})
+	return c
+}
+
+// startNode builds a node's ReplicaManager over its logs and replays the
+// metadata so far (a restart keeps the logs).
+func (c *rcluster) startNode(nd *rcNode) {
+	id := nd.id
+	nd.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
+	nd.rm = New(Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
+		BrokerEpoch: func() int64 { return brokerEpochOf(id) }})
+	nd.cache.Subscribe(nd.rm.OnImage)
+	for _, other := range c.nodes {
+		if other != nd && other.cache != nil && other.rm != nil && !other.cache.Image().IsEmpty() {
+			recs := other.cache.Image().Records()
+			c.mu.Lock()
+			if err := nd.cache.Apply(metadatacache.Batch{BaseOffset: 0, LastOffset: int64(len(recs)) - 1, Epoch: 1, Records: recs}); err != nil {
+				c.t.Fatalf("replay: %v", err)
+			}
+			c.mu.Unlock()
+			break
+		}
+	}
+	rcfg := c.rcfg
+	rcfg.Dial = c.dial(id)
+	nd.rm.StartReplication(rcfg)
+}
+
+// restart closes a node's ReplicaManager (writing its HW checkpoint) and
+// starts a new one over the same logs.
+func (c *rcluster) restart(id int32) {
+	nd := c.nodes[id]
+	nd.rm.Close()
+	nd.logs.close()
+	nd.logs = &memLogs{fs: nd.logs.fs, root: nd.logs.root, now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
+	nd.rm = nil
+	c.startNode(nd)
+}
+
+func (c *rcluster) node(id int32) *rcNode { return c.nodes[id] }
+
+func (c *rcluster) apply(recs ...metadatacache.Record) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := metadatacache.Batch{BaseOffset: c.next, LastOffset: c.next + int64(len(recs)) - 1, Epoch: 1, Records: recs}
+	c.next += int64(len(recs))
+	for id := int32(1); id <= int32(len(c.nodes)); id++ {
+		if err := c.nodes[id].cache.Apply(b); err != nil {
+			c.t.Errorf("apply on node %d: %v", id, err)
+		}
+	}
+}
+
+func (c *rcluster) createTopic(name string, replicas []int32, leader int32, isr []int32, configs map[string]string) {
+	c.t.Helper()
+	tr := metadatacache.NewTopicRecord()
+	tr.Name, tr.TopicID = name, topicID(name)
+	recs := []metadatacache.Record{tr}
+	for k, v := range configs {
+		recs = append(recs, newConfigRecord(name, k, v))
+	}
+	if isr == nil {
+		isr = replicas
+	}
+	pr := metadatacache.NewPartitionRecord()
+	pr.PartitionID, pr.TopicID = 0, topicID(name)
+	pr.Replicas, pr.Isr, pr.Leader = replicas, isr, leader
+	pr.LeaderEpoch, pr.PartitionEpoch = 0, 0
+	recs = append(recs, pr)
+	c.apply(recs...)
+}
+
+// elect moves leadership (and sets the ISR) as the controller would.
+func (c *rcluster) elect(name string, leader int32, isr []int32) {
+	c.t.Helper()
+	r := metadatacache.NewPartitionChangeRecord()
+	r.TopicID, r.PartitionID, r.Leader, r.Isr = topicID(name), 0, leader, isr
+	c.apply(r)
+}
+
+func (c *rcluster) meta(name string) metadatacache.Partition {
+	return *c.nodes[1].cache.Image().Partition(topicID(name), 0)
+}
+
+func (c *rcluster) part(id int32, name string) *Partition {
+	p, ok := c.nodes[id].rm.Partition(name, 0)
+	if !ok {
+		c.t.Fatalf("node %d has no %s-0", id, name)
+	}
+	return p
+}
+
+// waitFor polls cond on the bubble's clock.
+func (c *rcluster) waitFor(what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// produceAsync produces one batch with the given acks to leader.
+func (c *rcluster) produceAsync(leader int32, name string, acks int16, recs []byte) <-chan kmsg.ProduceResponseTopicPartition {
+	ch := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	rm := c.nodes[leader].rm
+	go func() {
+		resp := rm.Produce(context.Background(), produceReq(12, acks, 30000, name, 0, recs), "test")
+		ch <- resp.Topics[0].Partitions[0]
+	}()
+	return ch
+}
+
+// logValues reads a node's whole log of name-0.
+func (c *rcluster) logValues(id int32, name string) []string {
+	c.t.Helper()
+	p := c.part(id, name)
+	p.mu.RLock()
+	l := p.log
+	p.mu.RUnlock()
+	b, err := l.ReadBatches(l.LogStartOffset(), 1<<30, l.LogEndOffset(), true)
+	if err != nil {
+		c.t.Fatalf("read node %d: %v", id, err)
+	}
+	return values(c.t, b)
+}
+
+func (c *rcluster) dial(from int32) DialLeader {
+	return func(_ context.Context, to int32) (LeaderConn, error) {
+		nd, ok := c.nodes[to]
+		if !ok || nd.down.Load() || c.nodes[from].down.Load() {
+			return nil, fmt.Errorf("node %d unreachable", to)
+		}
+		return &memConn{c: c, from: from, to: to}, nil
+	}
+}
+
+// memConn is a LeaderConn calling the leader's ReplicaManager directly.
+type memConn struct {
+	c        *rcluster
+	from, to int32
+	closed   atomic.Bool
+}
+
+var errConnDown = errors.New("connection down")
+
+func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if m.closed.Load() || m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() {
+		return nil, errConnDown
+	}
+	rm := m.c.nodes[m.to].rm
+	var resp kmsg.Response
+	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		r.Version = 17
+		res := rm.Fetch(ctx, r)
+		if err := res.Materialize(); err != nil {
+			return nil, err
+		}
+		resp = res.Resp
+	case *kmsg.ListOffsetsRequest:
+		r.Version = 7
+		resp = rm.ListOffsets(r)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		r.Version = 4
+		resp = rm.OffsetForLeaderEpoch(r)
+	default:
+		return nil, fmt.Errorf("memConn: unexpected %T", req)
+	}
+	if m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() {
+		return nil, errConnDown // died while the request was parked
+	}
+	return resp, nil
+}
+
+func (m *memConn) Close() error { m.closed.Store(true); return nil }
+
+// ctrlRequestor is the fake controller reached by node from.
+type ctrlRequestor struct {
+	c    *rcluster
+	from int32
+}
+
+func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c := r.c
+	if c.ctrlDown.Load() || c.nodes[r.from].down.Load() {
+		return nil, errConnDown
+	}
+	ap, ok := req.(*kmsg.AlterPartitionRequest)
+	if !ok {
+		return nil, fmt.Errorf("fake controller: unexpected %T", req)
+	}
+	ap.Version = 3
+	c.alters.Add(1)
+	resp := ap.ResponseKind().(*kmsg.AlterPartitionResponse)
+	if ap.BrokerEpoch != brokerEpochOf(ap.BrokerID) {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp, nil
+	}
+	var recs []metadatacache.Record
+	img := c.nodes[1].cache.Image()
+	for _, t := range ap.Topics {
+		rt := kmsg.NewAlterPartitionResponseTopic()
+		rt.TopidID = t.TopicID
+		for _, pd := range t.Partitions {
+			rp := kmsg.NewAlterPartitionResponseTopicPartition()
+			rp.Partition = pd.Partition
+			p := img.Partition(t.TopicID, pd.Partition)
+			var isr []int32
+			for _, b := range pd.NewEpochISR {
+				isr = append(isr, b.BrokerID)
+				if b.BrokerEpoch != -1 && b.BrokerEpoch != brokerEpochOf(b.BrokerID) {
+					rp.ErrorCode = kerr.IneligibleReplica.Code
+				}
+			}
+			switch {
+			case p == nil:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case pd.LeaderEpoch < p.LeaderEpoch:
+				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case pd.PartitionEpoch < p.PartitionEpoch:
+				rp.ErrorCode = kerr.InvalidUpdateVersion.Code
+			case p.Leader != ap.BrokerID || !slices.Contains(isr, p.Leader):
+				rp.ErrorCode = kerr.InvalidRequest.Code
+			}
+			if rp.ErrorCode == 0 {
+				rec := metadatacache.NewPartitionChangeRecord()
+				rec.TopicID, rec.PartitionID, rec.Isr = t.TopicID, pd.Partition, isr
+				recs = append(recs, rec)
+				rp.LeaderID, rp.LeaderEpoch, rp.PartitionEpoch, rp.ISR = p.Leader, p.LeaderEpoch, p.PartitionEpoch+1, isr
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(recs) > 0 {
+		c.apply(recs...)
+	}
+	return resp, nil
+}

@@ -1,0 +1,264 @@
+package replication
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kgo-broker/kgo-broker/storage"
+)
+
+func isrOf(c *rcluster, name string) []int32 {
+	isr := slices.Clone(c.meta(name).Isr)
+	slices.Sort(isr)
+	return isr
+}
+
+// Followers fetch, the leader's high watermark follows the ISR, and acks=all
+// completes once every ISR member has the batch.
+func TestReplicationAcksAllRF3(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, map[string]string{"min.insync.replicas": "2"})
+
+		for i := range 5 {
+			res := <-c.produceAsync(1, "t", -1, batch(3, "b"+string(rune('0'+i))))
+			if res.ErrorCode != 0 {
+				t.Fatalf("produce %d: %v", i, kerr.ErrorForCode(res.ErrorCode))
+			}
+			if res.BaseOffset != int64(3*i) {
+				t.Fatalf("produce %d: base offset %d", i, res.BaseOffset)
+			}
+		}
+		leader := c.part(1, "t")
+		if hw := leader.HighWatermark(); hw != 15 {
+			t.Fatalf("leader HW %d, want 15", hw)
+		}
+		want := c.logValues(1, "t")
+		for _, id := range []int32{2, 3} {
+			p := c.part(id, "t")
+			// The follower had the batch before the leader's HW passed it.
+			if s := p.Snapshot(); s.LogEndOffset != 15 || s.IsLeader {
+				t.Fatalf("node %d: %+v", id, s)
+			}
+			c.waitFor("follower HW", func() bool { return p.HighWatermark() == 15 })
+			if got := c.logValues(id, "t"); !slices.Equal(got, want) {
+				t.Fatalf("node %d log %v, want %v", id, got, want)
+			}
+			// Leader epochs come from the batches.
+			p.mu.RLock()
+			e, ok := p.log.LatestEpoch()
+			p.mu.RUnlock()
+			if !ok || e != 0 {
+				t.Fatalf("node %d latest epoch %d %v", id, e, ok)
+			}
+		}
+		// One fetcher per leader on each follower, with an incremental session.
+		for _, id := range []int32{2, 3} {
+			r := c.node(id).rm.repl.Load()
+			if n := r.fetchers.numFetchers(); n != 1 {
+				t.Fatalf("node %d: %d fetchers", id, n)
+			}
+			if r := c.node(1).rm.repl.Load(); r.fetchers.numFetchers() != 0 {
+				t.Fatalf("leader runs fetchers")
+			}
+		}
+		if n := c.node(1).rm.sessions.len(); n != 2 {
+			t.Fatalf("leader has %d fetch sessions, want 2", n)
+		}
+	})
+}
+
+// acks=all answers NOT_ENOUGH_REPLICAS when the ISR is below
+// min.insync.replicas, and the ISR grows as followers catch up.
+func TestReplicationIsrExpansion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.node(2).down.Store(true)
+		c.node(3).down.Store(true)
+		c.createTopic("t", []int32{1, 2, 3}, 1, []int32{1}, map[string]string{"min.insync.replicas": "2"})
+		if res := <-c.produceAsync(1, "t", -1, batch(2, "a")); res.ErrorCode != kerr.NotEnoughReplicas.Code {
+			t.Fatalf("acks=all with ISR {1}: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		if res := <-c.produceAsync(1, "t", 1, batch(2, "a")); res.ErrorCode != 0 {
+			t.Fatalf("acks=1: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.node(2).down.Store(false)
+		c.waitFor("ISR {1,2}", func() bool { return slices.Equal(isrOf(c, "t"), []int32{1, 2}) })
+		if res := <-c.produceAsync(1, "t", -1, batch(2, "b")); res.ErrorCode != 0 {
+			t.Fatalf("acks=all with ISR {1,2}: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.node(3).down.Store(false)
+		c.waitFor("ISR {1,2,3}", func() bool { return slices.Equal(isrOf(c, "t"), []int32{1, 2, 3}) })
+		if got := c.part(1, "t").Snapshot().ISR; len(got) != 3 {
+			t.Fatalf("leader's ISR %v", got)
+		}
+		if c.alters.Load() < 2 {
+			t.Fatalf("%d AlterPartition requests", c.alters.Load())
+		}
+	})
+}
+
+// A follower that stops fetching leaves the ISR after replica.lag.time.max.ms;
+// acks=all then completes with the remaining ISR; it rejoins once back.
+func TestReplicationIsrShrink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testReplicationConfig()
+		c := newCluster(t, 3, cfg)
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, map[string]string{"min.insync.replicas": "2"})
+		if res := <-c.produceAsync(1, "t", -1, batch(2, "a")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.node(3).down.Store(true)
+		start := time.Now()
+		done := c.produceAsync(1, "t", -1, batch(2, "b")) // waits for node 3 until it is dropped
+		c.waitFor("ISR {1,2}", func() bool { return slices.Equal(isrOf(c, "t"), []int32{1, 2}) })
+		if waited := time.Since(start); waited < cfg.LagTimeMax {
+			t.Fatalf("ISR shrank after %v, before replica.lag.time.max.ms", waited)
+		}
+		if res := <-done; res.ErrorCode != 0 {
+			t.Fatalf("acks=all across the shrink: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		if res := <-c.produceAsync(1, "t", -1, batch(2, "c")); res.ErrorCode != 0 {
+			t.Fatalf("acks=all with ISR {1,2}: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.node(3).down.Store(false)
+		c.waitFor("ISR {1,2,3}", func() bool { return slices.Equal(isrOf(c, "t"), []int32{1, 2, 3}) })
+		c.waitFor("node 3 caught up", func() bool { return c.part(3, "t").Snapshot().LogEndOffset == 6 })
+	})
+}
+
+// A former leader with records the new leader never got truncates them on
+// the new leader's diverging-epoch answer (KIP-320) and then follows.
+func TestReplicationDivergingEpochTruncation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, nil)
+		if res := <-c.produceAsync(1, "t", -1, batch(3, "a")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		// Node 1 is cut off and appends alone (acks=1).
+		c.node(1).down.Store(true)
+		for range 2 {
+			if res := <-c.produceAsync(1, "t", 1, batch(2, "lost")); res.ErrorCode != 0 {
+				t.Fatalf("acks=1: %v", kerr.ErrorForCode(res.ErrorCode))
+			}
+		}
+		// Node 2 becomes leader (epoch 1) and takes new records.
+		c.elect("t", 2, []int32{2, 3})
+		c.waitFor("node 2 leads", func() bool { return c.part(2, "t").Snapshot().IsLeader })
+		if res := <-c.produceAsync(2, "t", -1, batch(1, "new")); res.ErrorCode != 0 {
+			t.Fatalf("produce to node 2: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.node(1).down.Store(false)
+		c.waitFor("node 1 matches the new leader", func() bool {
+			s := c.part(1, "t").Snapshot()
+			return !s.IsLeader && s.LogEndOffset == 4
+		})
+		want := c.logValues(2, "t")
+		if got := c.logValues(1, "t"); !slices.Equal(got, want) {
+			t.Fatalf("node 1 log %v, want %v", got, want)
+		}
+		c.waitFor("ISR {1,2,3}", func() bool { return slices.Equal(isrOf(c, "t"), []int32{1, 2, 3}) })
+	})
+}
+
+// A follower whose log ends before the leader's log start truncates fully
+// and starts at the leader's log start offset.
+func TestReplicationOffsetOutOfRange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 2, testReplicationConfig())
+		c.node(2).down.Store(true)
+		c.createTopic("t", []int32{1, 2}, 1, []int32{1}, nil)
+		for range 3 {
+			if res := <-c.produceAsync(1, "t", 1, batch(2, "x")); res.ErrorCode != 0 {
+				t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+			}
+		}
+		lp := c.part(1, "t")
+		lp.mu.RLock()
+		lp.stateMu.Lock()
+		lp.hw.Store(6)
+		lp.stateMu.Unlock()
+		err := lp.log.IncrementLogStartOffset(4)
+		lp.mu.RUnlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Node 2 has an old record at offset 0..1 of its own.
+		fp := c.part(2, "t")
+		fp.mu.RLock()
+		_, err = fp.log.AppendAsFollower(batch(1, "stale"))
+		fp.mu.RUnlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.node(2).down.Store(false)
+		c.waitFor("node 2 at the leader's end", func() bool { return fp.Snapshot().LogEndOffset == 6 })
+		if s := fp.Snapshot(); s.LogStartOffset != 4 {
+			t.Fatalf("follower log start %d, want 4", s.LogStartOffset)
+		}
+		if got := c.logValues(2, "t"); !slices.Equal(got, c.logValues(1, "t")) {
+			t.Fatalf("follower %v, leader %v", got, c.logValues(1, "t"))
+		}
+	})
+}
+
+// Becoming leader stops the fetcher; becoming follower of another leader
+// moves the partition to that leader's fetcher.
+func TestReplicationFetcherFollowsLeadership(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, nil)
+		tp := storage.TopicPartition{Topic: "t", Partition: 0}
+		f, ok := c.node(3).rm.repl.Load().fetchers.fetcherFor(tp)
+		if !ok || f.leader != 1 {
+			t.Fatalf("node 3 fetcher %v %v", f, ok)
+		}
+		c.elect("t", 3, nil)
+		if _, ok := c.node(3).rm.repl.Load().fetchers.fetcherFor(tp); ok {
+			t.Fatalf("node 3 still fetches as leader")
+		}
+		f, ok = c.node(1).rm.repl.Load().fetchers.fetcherFor(tp)
+		if !ok || f.leader != 3 {
+			t.Fatalf("node 1 fetcher %v %v", f, ok)
+		}
+		s, _ := f.state(tp)
+		if s.leaderEpoch != 1 {
+			t.Fatalf("node 1 fetch state %+v", s)
+		}
+		if res := <-c.produceAsync(3, "t", -1, batch(2, "z")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.waitFor("followers' HW", func() bool {
+			return c.part(1, "t").HighWatermark() == 2 && c.part(2, "t").HighWatermark() == 2
+		})
+	})
+}
+
+// The high watermark is checkpointed on Close and read back on start.
+func TestReplicationHighWatermarkCheckpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 2, testReplicationConfig())
+		c.createTopic("t", []int32{1, 2}, 1, nil, nil)
+		if res := <-c.produceAsync(1, "t", -1, batch(4, "h")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.waitFor("follower HW", func() bool { return c.part(2, "t").HighWatermark() == 4 })
+		fs := c.node(2).logs.fs
+		c.restart(2)
+		got, err := storage.ReadOffsetCheckpointFile(fs, "/data/"+storage.ReplicationOffsetCheckpointFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[storage.TopicPartition{Topic: "t", Partition: 0}] != 4 {
+			t.Fatalf("checkpoint %v", got)
+		}
+		if hw := c.part(2, "t").HighWatermark(); hw != 4 {
+			t.Fatalf("HW after restart %d, want 4", hw)
+		}
+	})
+}
