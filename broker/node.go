@@ -221,6 +221,10 @@ func (n *Node) start(ctx context.Context) error {
 
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
+	// Replication between brokers (replication/fetcher_manager.go): replica
+	// fetchers on inter.broker.listener.name, ISR changes through the
+	// controller channel (Config.Controller), the HW checkpoint.
+	n.replicas.StartReplication(replication.ReplicationConfigFrom(cfg))
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
