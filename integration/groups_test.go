@@ -5,11 +5,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kgo-broker/kgo-broker/group"
 )
 
 // produceValues writes values round-robin over the topic's partitions.
@@ -230,5 +233,33 @@ func TestGroupsJavaConsumerProtocols(t *testing.T) {
 				t.Errorf("--describe: committed offsets sum to %d, want 20:\n%s", total, r)
 			}
 		})
+	}
+
+	// kafka-dump-log.sh --offsets-decoder reads every record the
+	// coordinator wrote: classic group metadata, KIP-848 records, offsets.
+	b.Stop(0)
+	for _, proto := range []string{"classic", "consumer"} {
+		g := "it-proto-g-" + proto
+		dir := filepath.Join(b.DataDir, fmt.Sprintf("__consumer_offsets-%d", group.PartitionFor(g, 50)))
+		segs := globSorted(t, filepath.Join(dir, "*.log"))
+		r := MustKafkaTool(t, RunOpts{}, "kafka-dump-log.sh", append([]string{"--offsets-decoder", "--files"}, strings.Join(segs, ","))...)
+		out := r.Stdout
+		if strings.Contains(out, "Exception") || strings.Contains(out, "Error") || strings.Contains(out, "Unknown") {
+			t.Errorf("kafka-dump-log.sh --offsets-decoder could not decode everything:\n%s", r)
+		}
+		want := []string{`"offset":`}
+		if proto == "classic" {
+			want = append(want, `"protocolType":"consumer"`)
+		} else {
+			want = append(want, `"memberEpoch":`, `"subscribedTopicNames":["it-proto-consumer"]`, `"assignmentEpoch":`)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("kafka-dump-log.sh --offsets-decoder output for %s lacks %s:\n%s", g, w, r)
+			}
+		}
+		if testing.Verbose() {
+			t.Logf("%s", out)
+		}
 	}
 }
