@@ -267,3 +267,169 @@ func TestGroupRestartKeepsOffsets(t *testing.T) {
 		got += fs.NumRecords()
 	}
 }
+
+// ownership tracks which member owns which partition through the kgo
+// assignment callbacks.
+type ownership struct {
+	mu    sync.Mutex
+	owner map[int32]int
+}
+
+func (o *ownership) opts(i int) []kgo.Opt {
+	set := func(m map[string][]int32, to int) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, p := range m["work"] {
+			if to >= 0 || o.owner[p] == i {
+				o.owner[p] = to
+			}
+		}
+	}
+	return []kgo.Opt{
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { set(m, i) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { set(m, -1) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { set(m, -1) }),
+	}
+}
+
+// balanced reports whether members own all n partitions, each n/len(members).
+func (o *ownership) balanced(n int, members ...int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	count := map[int]int{}
+	for p := int32(0); p < int32(n); p++ {
+		who, ok := o.owner[p]
+		if !ok || who < 0 {
+			return false
+		}
+		count[who]++
+	}
+	for _, m := range members {
+		if count[m] != n/len(members) {
+			return false
+		}
+	}
+	return len(count) == len(members)
+}
+
+// TestGroupRebalanceTimeOnLeave measures (does not assert) how long a
+// 3-member group sharing 12 partitions takes to hand the partitions of a
+// member that leaves to the other two: classic protocol with
+// cooperative-sticky, and KIP-848 with the server-side uniform assignor.
+func TestGroupRebalanceTimeOnLeave(t *testing.T) {
+	n := startNode(t, "", groupTestProps)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(n.client(t))
+	if _, err := adm.CreateTopic(ctx, 12, 1, nil, "work"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"classic cooperative-sticky", []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}},
+		{"KIP-848 uniform", []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer())}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &ownership{owner: map[int32]int{}}
+			group := "rebal-" + fmt.Sprint(time.Now().UnixNano())
+			var members []*kgo.Client
+			for i := 0; i < 3; i++ {
+				opts := append([]kgo.Opt{kgo.SeedBrokers(n.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics("work"),
+					kgo.FetchMaxWait(100 * time.Millisecond)}, tc.opts...)
+				cl, err := kgo.NewClient(append(opts, o.opts(i)...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				members = append(members, cl)
+				go func() {
+					for ctx.Err() == nil {
+						if fs := cl.PollFetches(ctx); fs.IsClientClosed() {
+							return
+						}
+					}
+				}()
+			}
+			wait := func(what string, cond func() bool) time.Duration {
+				start := time.Now()
+				for !cond() {
+					if ctx.Err() != nil {
+						t.Fatalf("timed out waiting for %s", what)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				return time.Since(start)
+			}
+			join := wait("3 balanced members", func() bool { return o.balanced(12, 0, 1, 2) })
+			start := time.Now()
+			members[2].Close()
+			closed := time.Since(start)
+			took := wait("2 balanced members", func() bool { return o.balanced(12, 0, 1) })
+			t.Logf("%s: 3 members balanced after %v; after one leaves (LeaveGroup / epoch -1 took %v), the other two own all 12 partitions %v later (%v in all)",
+				tc.name, join.Round(time.Millisecond), closed.Round(time.Millisecond), took.Round(time.Millisecond), (closed + took).Round(time.Millisecond))
+			members[0].Close()
+			members[1].Close()
+		})
+	}
+}
+
+// TestGroupOffsetCommitThroughput measures (does not assert) OffsetCommit
+// requests per second through the broker, one partition per commit.
+func TestGroupOffsetCommitThroughput(t *testing.T) {
+	n := startNode(t, "", groupTestProps)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl := n.client(t)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 12, 1, nil, "work"); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(i int) error {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = "tput", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "work"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = int32(i%12), int64(i)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	for {
+		if err := commit(0); err == nil {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, conc := range []int{1, 8} {
+		const total = 4000
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make(chan error, conc)
+		for w := 0; w < conc; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < total; i += conc {
+					if err := commit(i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(start)
+		t.Logf("OffsetCommit, %d in flight: %d commits in %v = %.0f commits/s", conc, total, el.Round(time.Millisecond), float64(total)/el.Seconds())
+	}
+}
