@@ -30,6 +30,12 @@ type lifecycle struct {
 	// metadataOffset is the offset of the last metadata record this broker
 	// applied.
 	metadataOffset func() int64
+	// waitMetadata, when set, blocks until the broker has applied the
+	// metadata log up to an offset. While fenced, the next heartbeat goes
+	// out as soon as the broker has replayed its own registration (whose
+	// offset is its broker epoch), so it is unfenced without waiting a whole
+	// heartbeat interval.
+	waitMetadata func(ctx context.Context, offset int64) error
 
 	unfencedOnce sync.Once
 	unfenced     chan struct{}
@@ -111,6 +117,14 @@ func (l *lifecycle) register(ctx context.Context) error {
 // register again (its epoch is stale).
 func (l *lifecycle) heartbeatLoop(ctx context.Context) bool {
 	for {
+		l.mu.Lock()
+		fenced, epoch := l.mu.fenced, l.mu.epoch
+		l.mu.Unlock()
+		if fenced && l.waitMetadata != nil {
+			wctx, cancel := context.WithTimeout(ctx, l.interval)
+			_ = l.waitMetadata(wctx, epoch) // on timeout, heartbeat anyway
+			cancel()
+		}
 		l.mu.Lock()
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID = l.registration.BrokerID
