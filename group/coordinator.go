@@ -273,9 +273,20 @@ func (c *Coordinator) createTopic() {
 // now leads and unloads those it no longer leads. Subscribe it to the
 // metadata cache after the replica manager, so a partition is already
 // leader when its shard replays and writes.
-func (c *Coordinator) OnImage(_, img *metadatacache.Image) {
+func (c *Coordinator) OnImage(old, img *metadatacache.Image) {
 	if img == nil {
 		return
+	}
+	if old != nil {
+		var deleted []string
+		for _, t := range old.Topics() {
+			if nt := img.TopicByName(t.Name); nt == nil || nt.ID != t.ID {
+				deleted = append(deleted, t.Name)
+			}
+		}
+		if len(deleted) > 0 {
+			c.onTopicsDeleted(deleted)
+		}
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -321,6 +332,32 @@ func (c *Coordinator) OnImage(_, img *metadatacache.Image) {
 // failed reports whether the shard's load failed (it is retried on the
 // next image).
 func (s *shard) failed() bool { return s.loadFailed.Load() }
+
+// onTopicsDeleted removes the committed offsets of deleted topics from
+// every loaded shard (Kafka's onPartitionsDeleted), in the background.
+func (c *Coordinator) onTopicsDeleted(topics []string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	shards := make([]*shard, 0, len(c.shards))
+	for _, s := range c.shards {
+		shards = append(shards, s)
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		for _, s := range shards {
+			s.mu.Lock()
+			if s.state == shardActive {
+				s.deleteTopicOffsets(topics)
+			}
+			s.mu.Unlock()
+		}
+	}()
+}
 
 // shardOf returns the active shard of a group, or NOT_COORDINATOR /
 // COORDINATOR_LOAD_IN_PROGRESS.

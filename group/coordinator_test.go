@@ -398,3 +398,58 @@ func TestNotCoordinator(t *testing.T) {
 	wantErr(t, h.heartbeat("g", "m", 1), kerr.NotCoordinator)
 	wantErr(t, recv(t, h.join(joinReq("g", "", 5))).ErrorCode, kerr.NotCoordinator)
 }
+
+func TestDeletedTopicOffsetsRemoved(t *testing.T) {
+	h := newHarness(t)
+	wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 1, 42)).Topics[0].Partitions[0].ErrorCode, nil)
+	old := h.cache.Image()
+	if err := h.cache.Apply(metadatacache.Batch{BaseOffset: old.Offset + 1, LastOffset: old.Offset + 1, Epoch: 1,
+		Records: []metadatacache.Record{&metadatacache.RemoveTopicRecord{TopicID: topicT}}}); err != nil {
+		t.Fatal(err)
+	}
+	h.c.OnImage(old, h.cache.Image())
+	h.c.wg.Wait()
+	if got := h.fetch("simple"); len(got) != 0 {
+		t.Fatalf("offsets of a deleted topic remain: %v", got)
+	}
+	h.start()
+	if got := h.fetch("simple"); len(got) != 0 {
+		t.Fatalf("offsets of a deleted topic came back: %v", got)
+	}
+}
+
+func TestGroupMaxSize(t *testing.T) {
+	h := newHarness(t)
+	h.c.cfg.MaxSize = 1
+	_, j := h.joinNew("g")
+	parked(t, j)
+	h.clock.Advance(3 * time.Second)
+	wantErr(t, recv(t, j).ErrorCode, nil)
+	// A second member does not fit; the pending id is not even handed out
+	// once the group is full.
+	r := recv(t, h.join(joinReq("g", "", 3)))
+	wantErr(t, r.ErrorCode, kerr.GroupMaxSizeReached)
+}
+
+func TestPendingSyncExpiry(t *testing.T) {
+	h := newHarness(t)
+	id1, j1 := h.joinNew("g")
+	id2, j2 := h.joinNew("g")
+	parked(t, j1)
+	h.clock.Advance(3 * time.Second)
+	r1, r2 := recv(t, j1), recv(t, j2)
+	if r1.Generation != 1 || r2.Generation != 1 {
+		t.Fatalf("joins: %+v %+v", r1, r2)
+	}
+	leader, follower := id1, id2
+	if r1.LeaderID != id1 {
+		leader, follower = id2, id1
+	}
+	// Only the follower syncs; the leader never does. After the rebalance
+	// timeout (20 s) the leader is removed and the group rebalances.
+	sc := h.sync("g", follower, 1, nil)
+	parked(t, sc)
+	h.clock.Advance(21 * time.Second)
+	wantErr(t, recv(t, sc).ErrorCode, kerr.RebalanceInProgress)
+	wantErr(t, h.heartbeat("g", leader, 1), kerr.UnknownMemberID)
+}

@@ -343,3 +343,27 @@ func (s *shard) expirationCondition(id string) (base int64, subscribed func(stri
 	}
 	return 0, nil, false
 }
+
+// deleteTopicOffsets writes tombstones for every offset of the topics.
+func (s *shard) deleteTopicOffsets(topics []string) {
+	type del struct {
+		group, topic string
+		part         int32
+	}
+	var recs []record
+	var dels []del
+	for g, byTopic := range s.offsets {
+		for _, t := range topics {
+			for p := range byTopic[t] {
+				recs = append(recs, record{Key: offsetCommitKey(g, t, p)})
+				dels = append(dels, del{g, t, p})
+			}
+		}
+	}
+	if err := s.write(recs); err != nil {
+		return
+	}
+	for _, d := range dels {
+		s.deleteOffset(d.group, d.topic, d.part)
+	}
+}
