@@ -184,7 +184,11 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			f.sessions = followerSession{}
 		}
 		req, keys := f.buildFetch(ready)
-		rawResp, err := conn.Request(ctx, req)
+		// replica.socket.timeout.ms (30 s) past the long poll bounds a
+		// leader that stopped answering without closing the connection.
+		rctx, cancel := context.WithTimeout(ctx, f.cfg.FetchWaitMax+30*time.Second)
+		rawResp, err := conn.Request(rctx, req)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -232,12 +232,17 @@ func (m *fetcherManager) sync(changed, removed []*Partition) {
 	if m.closed {
 		return
 	}
+	gone := map[*Partition]bool{}
 	for _, p := range removed {
+		gone[p] = true
 		if a, ok := m.assigned[p.tp]; ok && a.p == p {
 			m.unassignLocked(p.tp)
 		}
 	}
 	for _, p := range changed {
+		if gone[p] {
+			continue // a recreated topic's new Partition may hold the name
+		}
 		p.mu.RLock()
 		follow := !p.isLeader && p.log != nil && p.leader >= 0
 		leader, epoch := p.leader, p.leaderEpoch
