@@ -301,7 +301,7 @@ func (c *Core) newID() uint64 {
 
 func (c *Core) send(m Message) {
 	m.From = c.id
-	if m.Type != MsgFetchResp {
+	if m.Type != MsgFetchResp && m.Type != MsgFetchSnapshotResp {
 		m.ReadFrom, m.ReadTo = -1, -1
 	}
 	c.msgs = append(c.msgs, m)

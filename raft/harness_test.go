@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -12,16 +13,18 @@ import (
 // harness runs Cores over an in-memory network and in-memory durable state.
 // It is shared by the randomized simulation and the transcript tests.
 type harness struct {
-	t       testing.TB
-	rng     *rand.Rand
-	now     int64
-	voters  []int32
-	nodes   map[int32]*hnode
-	queue   []hmsg
-	seq     int64 // delivery tie-breaker
-	cut     map[[2]int32]bool
-	trace   func(string)
-	maxRead int // max batches per fetch response
+	t         testing.TB
+	rng       *rand.Rand
+	now       int64
+	voters    []int32
+	nodes     map[int32]*hnode
+	queue     []hmsg
+	seq       int64 // delivery tie-breaker
+	cut       map[[2]int32]bool
+	trace     func(string)
+	maxRead   int // max batches per fetch response
+	snapChunk int32
+	snapLoads int // snapshots downloaded and loaded
 
 	// faults (simulation)
 	dropP, dupP float64
@@ -40,8 +43,13 @@ type hnode struct {
 	up   bool
 	inc  int // incarnation
 	// durable
-	hs  HardState
-	log []Entry
+	hs       HardState
+	log      []Entry // from logStart
+	logStart int64
+	base     []Entry // the batches below logStart, as the snapshot at logStart holds them
+	snaps    map[OffsetAndEpoch][]byte
+	part     []byte // snapshot being downloaded
+	partID   OffsetAndEpoch
 	// observed
 	lastHW int64
 }
@@ -56,9 +64,9 @@ type hmsg struct {
 
 func newHarness(t testing.TB, seed int64, voters []int32, observers ...int32) *harness {
 	h := &harness{t: t, rng: rand.New(rand.NewSource(seed)), voters: voters, nodes: map[int32]*hnode{},
-		cut: map[[2]int32]bool{}, leaders: map[int32]int32{}, maxRead: 1 << 30}
+		cut: map[[2]int32]bool{}, leaders: map[int32]int32{}, maxRead: 1 << 30, snapChunk: 1 << 20}
 	for _, id := range append(slices.Clone(voters), observers...) {
-		n := &hnode{id: id, hs: HardState{LeaderID: NoLeader, VotedID: NoLeader}, up: true}
+		n := &hnode{id: id, hs: HardState{LeaderID: NoLeader, VotedID: NoLeader}, up: true, snaps: map[OffsetAndEpoch][]byte{}}
 		h.nodes[id] = n
 		h.start(n)
 	}
@@ -82,13 +90,14 @@ func (h *harness) logf(format string, args ...any) {
 
 func (h *harness) start(n *hnode) {
 	var ep epochCache
-	end := int64(0)
+	end := n.logStart
 	for _, e := range n.log {
 		ep.assign(e.Epoch, e.Offset)
 		end = e.LastOffset + 1
 	}
 	c, err := NewCore(CoreConfig{ID: n.id, Voters: h.voters, Rand: rand.New(rand.NewSource(h.rng.Int63())),
-		State: n.hs, LogEnd: end, Epochs: ep, NowMs: h.now})
+		State: n.hs, LogStart: n.logStart, LogEnd: end, Epochs: ep, Snapshots: n.snapshotInfos(), NowMs: h.now,
+		FetchSnapshotMaxBytes: h.snapChunk})
 	if err != nil {
 		h.t.Fatalf("node %d: %v", n.id, err)
 	}
@@ -130,6 +139,25 @@ func (h *harness) process(n *hnode) {
 			e.Raw = nil
 			n.log = append(n.log, e)
 		}
+		for _, ch := range rd.SnapshotChunks {
+			if ch.Position == 0 || ch.ID != n.partID || int64(len(n.part)) != ch.Position {
+				n.part, n.partID = nil, ch.ID
+			}
+			if int64(len(n.part)) != ch.Position {
+				h.t.Fatalf("node %d: snapshot chunk at %d, have %d bytes", n.id, ch.Position, len(n.part))
+			}
+			n.part = append(n.part, ch.Data...)
+		}
+		if s := rd.LoadSnapshot; s != nil {
+			if n.partID != s.ID || int64(len(n.part)) != s.Size {
+				h.t.Fatalf("node %d: loading snapshot %v of %d bytes, downloaded %d of %v", n.id, s.ID, s.Size, len(n.part), n.partID)
+			}
+			h.logf("node %d loads snapshot %d@%d", n.id, s.ID.Offset, s.ID.Epoch)
+			h.snapLoads++
+			n.snaps = map[OffsetAndEpoch][]byte{s.ID: n.part}
+			n.part = nil
+			n.log, n.logStart, n.base = nil, s.ID.Offset, h.snapshotEntries(n, s.ID)
+		}
 		for _, m := range rd.Messages {
 			h.sendMsg(n, m)
 		}
@@ -143,18 +171,122 @@ func (h *harness) process(n *hnode) {
 
 func (h *harness) logEnd(n *hnode) int64 {
 	if len(n.log) == 0 {
-		return 0
+		return n.logStart
 	}
 	return n.log[len(n.log)-1].LastOffset + 1
 }
 
+func (n *hnode) snapshotInfos() []SnapshotInfo {
+	var out []SnapshotInfo
+	for id, b := range n.snaps {
+		out = append(out, SnapshotInfo{ID: id, Size: int64(len(b))})
+	}
+	slices.SortFunc(out, func(a, b SnapshotInfo) int { return compareOffsetAndEpoch(a.ID, b.ID) })
+	return out
+}
+
+// view is the node's whole history as batches: the snapshot's, then the log.
+func (n *hnode) view() []Entry { return append(slices.Clone(n.base), n.log...) }
+
+func (n *hnode) viewLen() int { return len(n.base) + len(n.log) }
+
+func (n *hnode) viewAt(i int) Entry {
+	if i < len(n.base) {
+		return n.base[i]
+	}
+	return n.log[i-len(n.base)]
+}
+
+// snapshotEntries decodes a harness snapshot: each record is one batch of the
+// state (the simulated state machine is the log itself).
+func (h *harness) snapshotEntries(n *hnode, id OffsetAndEpoch) []Entry {
+	sr, err := DecodeSnapshot(id, n.snaps[id])
+	if err != nil {
+		h.t.Fatalf("node %d snapshot %v: %v", n.id, id, err)
+	}
+	var out []Entry
+	for _, r := range sr.Records() {
+		err := walkBatches(r, true, func(bh batchHeader, raw []byte) error {
+			vals, err := recordValues(bh, raw)
+			out = append(out, Entry{Offset: bh.baseOffset, LastOffset: bh.lastOffset(), Epoch: bh.epoch, Control: bh.control(),
+				AppendTimeMs: bh.maxTs, Records: vals})
+			return err
+		})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// takeSnapshot snapshots node id's state at its high watermark and, like
+// retention with a tiny metadata.max.retention.bytes, deletes the log and
+// the snapshots before it. It returns the snapshot id (ok=false: nothing to do).
+func (h *harness) takeSnapshot(id int32) (OffsetAndEpoch, bool) { return h.snapshotAt(id, true) }
+
+// snapshotAt snapshots node id at its high watermark; with truncate, the log
+// before it is deleted.
+func (h *harness) snapshotAt(id int32, truncate bool) (OffsetAndEpoch, bool) {
+	n := h.nodes[id]
+	if !n.up {
+		return OffsetAndEpoch{}, false
+	}
+	hw := n.core.HighWatermark()
+	var state []Entry
+	for _, e := range n.view() {
+		if e.LastOffset < hw {
+			state = append(state, e)
+		}
+	}
+	if len(state) == 0 || state[len(state)-1].LastOffset+1 != hw {
+		return OffsetAndEpoch{}, false
+	}
+	sid := OffsetAndEpoch{Offset: hw, Epoch: state[len(state)-1].Epoch}
+	if err := n.core.CheckSnapshotID(sid); err != nil {
+		if errors.Is(err, ErrSnapshotExists) {
+			return sid, false
+		}
+		h.t.Fatalf("t=%d node %d snapshot %v: %v", h.now, id, sid, err)
+	}
+	var recs [][]byte
+	for _, e := range state {
+		recs = append(recs, EncodeEntry(e))
+	}
+	n.snaps[sid] = EncodeSnapshot(sid, state[len(state)-1].AppendTimeMs, h.now, recs)
+	n.core.AddSnapshot(SnapshotInfo{ID: sid, Size: int64(len(n.snaps[sid]))})
+	h.logf("node %d snapshots at %d@%d", id, sid.Offset, sid.Epoch)
+	if truncate && n.core.DeleteBeforeSnapshot(sid) {
+		n.logStart, n.base = sid.Offset, state
+		i := sort.Search(len(n.log), func(i int) bool { return n.log[i].Offset >= sid.Offset })
+		n.log = slices.Clone(n.log[i:])
+		for old := range n.snaps {
+			if compareOffsetAndEpoch(old, sid) < 0 {
+				delete(n.snaps, old)
+			}
+		}
+		h.logf("node %d log starts at %d", id, sid.Offset)
+	}
+	h.process(n)
+	return sid, true
+}
+
 func (h *harness) sendMsg(n *hnode, m Message) {
 	if m.Type == MsgFetchResp && m.ReadFrom >= 0 && m.ReadTo > m.ReadFrom {
+		if m.ReadFrom < n.logStart {
+			h.t.Fatalf("node %d reads from %d below its log start %d", n.id, m.ReadFrom, n.logStart)
+		}
 		for _, e := range n.log {
 			if e.LastOffset >= m.ReadFrom && e.Offset < m.ReadTo && len(m.Entries) < h.maxRead {
 				m.Entries = append(m.Entries, e)
 			}
 		}
+	}
+	if m.Type == MsgFetchSnapshotResp && m.ReadFrom >= 0 && m.ReadTo > m.ReadFrom {
+		b, ok := n.snaps[*m.SnapshotID]
+		if !ok || m.ReadTo > int64(len(b)) {
+			h.t.Fatalf("node %d has no snapshot %v (or not %d bytes)", n.id, *m.SnapshotID, m.ReadTo)
+		}
+		m.Data = slices.Clone(b[m.ReadFrom:m.ReadTo])
 	}
 	hm := hmsg{m: m, at: h.now, seq: h.seq}
 	h.seq++
@@ -245,8 +377,8 @@ func (h *harness) invariants(n *hnode) {
 	if st.HighWatermark > h.commitEnd {
 		// extend the global committed prefix from this node's log
 		h.checkPrefix(n, h.commitEnd)
-		for _, e := range n.log {
-			if e.Offset >= h.commitEnd && e.LastOffset < st.HighWatermark {
+		for i := 0; i < n.viewLen(); i++ {
+			if e := n.viewAt(i); e.Offset >= h.commitEnd && e.LastOffset < st.HighWatermark {
 				h.committed = append(h.committed, e)
 				h.commitEp = append(h.commitEp, st.Epoch)
 				h.commitEnd = e.LastOffset + 1
@@ -260,14 +392,17 @@ func (h *harness) invariants(n *hnode) {
 
 // checkPrefix verifies that n's log holds exactly the committed batches below end.
 func (h *harness) checkPrefix(n *hnode, end int64) {
+	if st := n.core.Status(); st.LogStartOffset != n.logStart || st.LogEndOffset < h.logEnd(n) {
+		h.t.Fatalf("t=%d node %d: core log [%d, %d), environment [%d, %d)", h.now, n.id, st.LogStartOffset, st.LogEndOffset, n.logStart, h.logEnd(n))
+	}
 	for i, ce := range h.committed {
 		if ce.Offset >= end {
 			return
 		}
-		if i >= len(n.log) || !sameEntry(n.log[i], ce) {
+		if i >= n.viewLen() || !sameEntry(n.viewAt(i), ce) {
 			got := "missing"
-			if i < len(n.log) {
-				got = entryString(n.log[i])
+			if i < n.viewLen() {
+				got = entryString(n.viewAt(i))
 			}
 			h.t.Fatalf("t=%d node %d lost committed batch %s (has %s)", h.now, n.id, entryString(ce), got)
 		}
@@ -337,5 +472,9 @@ func (h *harness) statusLine(id int32) string {
 		return fmt.Sprintf("%d: down", id)
 	}
 	st := n.core.Status()
-	return fmt.Sprintf("%d: %s epoch=%d leader=%d voted=%d leo=%d hw=%d", id, st.Role, st.Epoch, st.LeaderID, st.VotedID, st.LogEndOffset, st.HighWatermark)
+	line := fmt.Sprintf("%d: %s epoch=%d leader=%d voted=%d leo=%d hw=%d", id, st.Role, st.Epoch, st.LeaderID, st.VotedID, st.LogEndOffset, st.HighWatermark)
+	if st.LogStartOffset > 0 {
+		line += fmt.Sprintf(" start=%d", st.LogStartOffset)
+	}
+	return line
 }

@@ -16,7 +16,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 // datadriven files. Each command is followed by "----" and its expected output,
 // then a blank line. Commands:
 //
-//	add-nodes voters=1,2,3 [observers=4] [seed=N]
+//	add-nodes voters=1,2,3 [observers=4] [seed=N] [chunk=BYTES]  (FetchSnapshot MaxBytes)
 //	campaign ID            fire ID's election (or fetch) timer
 //	expire ID              fire every timer of ID (fetch, election, check-quorum)
 //	deliver [from=ID] [to=ID] [type=Fetch]  deliver matching messages until none is left
@@ -29,7 +29,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 //	isolate ID / heal      cut ID from everyone / restore every link
 //	crash ID / restart ID  lose in-memory state / recover from quorum-state + log
 //	status                 one line per node
-//	log ID...              the log of each node
+//	log ID...              the log of each node (snapshot@N: its log starts after a snapshot)
+//	snapshot ID [keep]     snapshot ID's state at its high watermark and delete the
+//	                       log before it (keep: leave the log alone)
 func TestTranscripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -134,6 +136,12 @@ func runCommand(t *testing.T, hp **harness, line string) []string {
 	case "add-nodes":
 		seed, _ := strconv.Atoi(args["seed"])
 		h = newHarness(t, int64(seed), parseIDs(args["voters"]), parseIDs(args["observers"])...)
+		if c, err := strconv.Atoi(args["chunk"]); err == nil {
+			h.snapChunk = int32(c)
+			for _, id := range h.ids() {
+				h.nodes[id].core.cfg.FetchSnapshotMaxBytes = int32(c)
+			}
+		}
 		*hp = h
 		for _, id := range h.ids() {
 			out = append(out, h.statusLine(id))
@@ -237,6 +245,13 @@ func runCommand(t *testing.T, hp **harness, line string) []string {
 	case "restart":
 		h.restart(id(0))
 		out = append(out, h.statusLine(id(0)))
+	case "snapshot":
+		h.trace = func(s string) { out = append(out, s) }
+		truncate := !(len(pos) > 1 && pos[1] == "keep")
+		if _, ok := h.snapshotAt(id(0), truncate); !ok {
+			out = append(out, "no new snapshot")
+		}
+		out = append(out, h.statusLine(id(0)))
 	case "status":
 		for _, id := range h.ids() {
 			out = append(out, h.statusLine(id))
@@ -245,6 +260,9 @@ func runCommand(t *testing.T, hp **harness, line string) []string {
 		for i := range pos {
 			n := h.nodes[id(i)]
 			var es []string
+			if n.logStart > 0 {
+				es = append(es, fmt.Sprintf("snapshot@%d", n.logStart))
+			}
 			for _, e := range n.log {
 				es = append(es, entryString(e))
 			}
