@@ -77,6 +77,7 @@ type testCluster struct {
 	fs     map[int32]vfs.FS
 	nodes  map[int32]*Node
 	lst    map[int32]*recListener
+	snap   SnapshotConfig // zero: DefaultSnapshotConfig
 }
 
 func newTestCluster(t *testing.T, ids ...int32) *testCluster {
@@ -94,7 +95,7 @@ func (c *testCluster) start(id int32) {
 		Rand:            rand.New(rand.NewSource(int64(id))),
 		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond,
 		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, TickInterval: 5 * time.Millisecond,
-		Transport: &memTransport{net: c.net, from: id}})
+		Transport: &memTransport{net: c.net, from: id}, Snapshots: c.snap})
 	if err != nil {
 		c.t.Fatal(err)
 	}

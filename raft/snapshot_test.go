@@ -11,6 +11,9 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -325,6 +328,234 @@ func TestSnapshotGenerator(t *testing.T) {
 		}
 		if snaps := n.core.Snapshots(); len(snaps) == 0 || snaps[len(snaps)-1].ID.Epoch != 1 {
 			t.Fatalf("snapshots %v", snaps)
+		}
+	})
+}
+
+// stateSnapshot is a SnapshotImage of a values-list state machine.
+func stateSnapshot(endOffset int64, epoch int32, vals []string) SnapshotImage {
+	vals = slices.Clone(vals)
+	return SnapshotImage{EndOffset: endOffset, Epoch: epoch, LastContainedLogTimestamp: 7, Records: func() [][]byte {
+		var out [][]byte
+		for _, v := range vals {
+			out = append(out, []byte(v))
+		}
+		return out
+	}}
+}
+
+// TestNodeSnapshotCatchUp: a voter is down while the leader snapshots and
+// deletes its log; when it comes back its Fetch is answered with SnapshotId,
+// it downloads the snapshot over FetchSnapshot (kmsg on the wire, 200-byte
+// pages), loads it and continues from the snapshot's end offset.
+func TestNodeSnapshotCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := newTestCluster(t, 1, 2, 3)
+		c.snap = SnapshotConfig{MaxBytesBetweenSnapshots: 1 << 40, RetentionBytes: 1, RetentionMs: -1, SegmentBytes: 1024, FetchSnapshotMaxBytes: 200}
+		defer c.closeAll()
+		for id := int32(1); id <= 3; id++ {
+			c.start(id)
+		}
+		l := c.leader()
+		lid := l.cfg.NodeID
+		away := int32(1)
+		if away == lid {
+			away = 2
+		}
+		var want []string
+		appendN := func(k int) {
+			t.Helper()
+			for i := 0; i < k; i++ {
+				v := fmt.Sprintf("v%03d-%s", len(want), strings.Repeat("z", 30))
+				if _, err := l.Append(ctx, records(v)); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, v)
+			}
+		}
+		appendN(10)
+		c.stop(away)
+		appendN(30)
+		epoch := l.LeaderAndEpoch().Epoch
+		if _, err := l.CreateSnapshot(stateSnapshot(l.HighWatermark(), epoch, want)); err != nil {
+			t.Fatal(err)
+		}
+		appendN(30)
+		s2, err := l.CreateSnapshot(stateSnapshot(l.HighWatermark(), epoch, want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := l.Status(); st.LogStartOffset != s2.Offset {
+			t.Fatalf("leader log start %d, want %d", st.LogStartOffset, s2.Offset)
+		}
+		appendN(5)
+
+		c.start(away)
+		sl := &snapListener{recListener: newRecListener()}
+		c.nodes[away].Register(sl)
+		appendN(1)
+		sl.waitFor(t, func() bool { return slices.Equal(sl.values(), want) })
+		n := c.nodes[away]
+		if st := n.Status(); st.LogStartOffset != s2.Offset || st.LogEndOffset != l.Status().LogEndOffset {
+			t.Fatalf("rejoined node: %+v", st)
+		}
+		if len(sl.snaps) != 1 || sl.snaps[0].ID != s2 {
+			t.Fatalf("snapshots delivered to the rejoined node: %d", len(sl.snaps))
+		}
+		names := dirNames(t, c.fs[away], "/meta/__cluster_metadata-0")
+		if !slices.Contains(names, SnapshotFileName(s2)) {
+			t.Fatalf("no %s on the rejoined node: %v", SnapshotFileName(s2), names)
+		}
+		for _, nm := range names {
+			if strings.HasSuffix(nm, ".part") {
+				t.Fatalf("leftover %s", nm)
+			}
+		}
+		// The downloaded snapshot survives a restart of the node.
+		c.stop(away)
+		c.start(away)
+		sl2 := &snapListener{recListener: newRecListener()}
+		c.nodes[away].Register(sl2)
+		appendN(1)
+		sl2.waitFor(t, func() bool { return slices.Equal(sl2.values(), want) })
+	})
+}
+
+// TestNodeFetchSnapshotRPC: FetchSnapshot v0-1 on the leader: paging with
+// Position/MaxBytes, SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, epoch and
+// cluster id checks; Fetch answers SnapshotId at offset 0 and below the log start.
+func TestNodeFetchSnapshotRPC(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		n, err := NewNode(snapshotTestConfig(vfs.NewMem(), "/meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		var vals []string
+		for i := 0; i < 20; i++ {
+			vals = append(vals, fmt.Sprintf("r%d", i))
+			if _, err := n.Append(ctx, records(vals[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id, err := n.CreateSnapshot(stateSnapshot(n.HighWatermark(), 1, vals))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := vfs.ReadFile(n.cfg.FS, filepath.Join("/meta/__cluster_metadata-0", SnapshotFileName(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetchSnap := func(version int16, cluster *string, topic string, epoch int32, sid OffsetAndEpoch, pos int64, maxBytes int32) *kmsg.FetchSnapshotResponse {
+			t.Helper()
+			r := kmsg.NewPtrFetchSnapshotRequest()
+			r.Version, r.ClusterID, r.ReplicaID, r.MaxBytes = version, cluster, 2, maxBytes
+			tp := kmsg.NewFetchSnapshotRequestTopic()
+			tp.Topic = topic
+			p := kmsg.NewFetchSnapshotRequestTopicPartition()
+			p.CurrentLeaderEpoch, p.Position = epoch, pos
+			p.SnapshotID.EndOffset, p.SnapshotID.Epoch = sid.Offset, sid.Epoch
+			tp.Partitions = append(tp.Partitions, p)
+			r.Topics = append(r.Topics, tp)
+			resp, err := n.HandleRequest(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.(*kmsg.FetchSnapshotResponse)
+		}
+		cid := "cluster"
+		// paging: the whole file in 100-byte pages, both versions
+		for _, v := range []int16{0, 1} {
+			var got []byte
+			for pos := int64(0); pos < int64(len(file)); {
+				resp := fetchSnap(v, &cid, MetadataTopic, 1, id, pos, 100)
+				p := resp.Topics[0].Partitions[0]
+				if resp.ErrorCode != 0 || p.ErrorCode != 0 || p.Size != int64(len(file)) || p.Position != pos ||
+					p.SnapshotID.EndOffset != id.Offset || p.SnapshotID.Epoch != id.Epoch || len(p.Bytes) == 0 || len(p.Bytes) > 100 ||
+					p.CurrentLeader.LeaderID != 1 || p.CurrentLeader.LeaderEpoch != 1 {
+					t.Fatalf("v%d page at %d: %+v", v, pos, resp)
+				}
+				got = append(got, p.Bytes...)
+				pos += int64(len(p.Bytes))
+			}
+			if !bytes.Equal(got, file) {
+				t.Fatalf("v%d: paged bytes differ from the file", v)
+			}
+		}
+		for _, tc := range []struct {
+			name    string
+			cluster string
+			topic   string
+			epoch   int32
+			sid     OffsetAndEpoch
+			pos     int64
+			top     int16
+			part    int16
+		}{
+			{"unknown snapshot", cid, MetadataTopic, 1, OffsetAndEpoch{Offset: 3, Epoch: 1}, 0, 0, kerr.SnapshotNotFound.Code},
+			{"position at size", cid, MetadataTopic, 1, id, int64(len(file)), 0, kerr.PositionOutOfRange.Code},
+			{"negative position", cid, MetadataTopic, 1, id, -1, 0, kerr.PositionOutOfRange.Code},
+			{"old epoch", cid, MetadataTopic, 0, id, 0, 0, kerr.FencedLeaderEpoch.Code},
+			{"future epoch", cid, MetadataTopic, 2, id, 0, 0, kerr.UnknownLeaderEpoch.Code},
+			{"other topic", cid, "foo", 1, id, 0, 0, kerr.UnknownTopicOrPartition.Code},
+			{"other cluster", "nope", MetadataTopic, 1, id, 0, kerr.InconsistentClusterID.Code, 0},
+		} {
+			resp := fetchSnap(1, &tc.cluster, tc.topic, tc.epoch, tc.sid, tc.pos, 100)
+			var part int16
+			if len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+				part = resp.Topics[0].Partitions[0].ErrorCode
+			}
+			if resp.ErrorCode != tc.top || part != tc.part {
+				t.Errorf("%s: errors %d/%d, want %d/%d", tc.name, resp.ErrorCode, part, tc.top, tc.part)
+			}
+		}
+
+		fetch := func(offset int64, lastEpoch int32) kmsg.FetchResponseTopicPartition {
+			t.Helper()
+			r := kmsg.NewPtrFetchRequest()
+			r.Version, r.ClusterID, r.ReplicaID = 17, &cid, -1
+			r.ReplicaState.ID = -1
+			tp := kmsg.NewFetchRequestTopic()
+			tp.Topic, tp.TopicID = MetadataTopic, MetadataTopicID
+			p := kmsg.NewFetchRequestTopicPartition()
+			p.CurrentLeaderEpoch, p.FetchOffset, p.LastFetchedEpoch = 1, offset, lastEpoch
+			tp.Partitions = append(tp.Partitions, p)
+			r.Topics = append(r.Topics, tp)
+			resp, err := n.HandleRequest(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		}
+		// an empty log fetching from 0 is sent to the snapshot at once
+		if p := fetch(0, 0); p.SnapshotID.EndOffset != id.Offset || p.SnapshotID.Epoch != id.Epoch || len(p.RecordBatches) != 0 {
+			t.Fatalf("fetch at 0: %+v", p)
+		}
+		// from inside the log: records, no snapshot
+		if p := fetch(5, 1); p.SnapshotID.EndOffset != -1 || len(p.RecordBatches) == 0 {
+			t.Fatalf("fetch at 5: %+v", p)
+		}
+		// a second snapshot moves the log start (retention): below it, SnapshotId
+		for i := 0; i < 5; i++ {
+			vals = append(vals, fmt.Sprintf("s%d", i))
+			if _, err := n.Append(ctx, records(vals[len(vals)-1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id2, err := n.CreateSnapshot(stateSnapshot(n.HighWatermark(), 1, vals))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := fetch(5, 1); p.SnapshotID.EndOffset != id2.Offset || p.LogStartOffset != id2.Offset {
+			t.Fatalf("fetch below the log start: %+v", p)
+		}
+		if resp := fetchSnap(1, &cid, MetadataTopic, 1, id, 0, 100); resp.Topics[0].Partitions[0].ErrorCode != kerr.SnapshotNotFound.Code {
+			t.Fatalf("deleted snapshot still served: %+v", resp)
 		}
 	})
 }
