@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -261,4 +262,58 @@ func TestReplicationHighWatermarkCheckpoint(t *testing.T) {
 			t.Fatalf("HW after restart %d, want 4", hw)
 		}
 	})
+}
+
+// The follower session sends every partition first, then only changed ones,
+// and forgets those dropped; errors start over with a full request.
+func TestFollowerSessionIncremental(t *testing.T) {
+	a := storage.TopicPartition{Topic: "a", Partition: 0}
+	b := storage.TopicPartition{Topic: "b", Partition: 1}
+	pa := sessionPart{topicID: topicID("a"), fetchOffset: 5, logStartOffset: 0, maxBytes: 100, leaderEpoch: 1, lastFetchedEpoch: 1}
+	pb := sessionPart{topicID: topicID("b"), fetchOffset: 7, logStartOffset: 0, maxBytes: 100, leaderEpoch: 2, lastFetchedEpoch: 2}
+	var s followerSession
+	count := func(req *kmsg.FetchRequest) (n int) {
+		for _, t := range req.Topics {
+			n += len(t.Partitions)
+		}
+		return n
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	s.build(req, map[storage.TopicPartition]sessionPart{a: pa, b: pb})
+	if req.SessionID != 0 || req.SessionEpoch != 0 || count(req) != 2 {
+		t.Fatalf("full request: id %d epoch %d, %d partitions", req.SessionID, req.SessionEpoch, count(req))
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SessionID = 42
+	if !s.handleResponse(resp) {
+		t.Fatal("full response refused")
+	}
+
+	pa.fetchOffset = 9
+	req = kmsg.NewPtrFetchRequest()
+	s.build(req, map[storage.TopicPartition]sessionPart{a: pa, b: pb})
+	if req.SessionID != 42 || req.SessionEpoch != 1 || count(req) != 1 || req.Topics[0].Partitions[0].FetchOffset != 9 {
+		t.Fatalf("incremental request: %+v", req)
+	}
+	resp = kmsg.NewPtrFetchResponse()
+	resp.SessionID = 42
+	s.handleResponse(resp)
+
+	req = kmsg.NewPtrFetchRequest()
+	s.build(req, map[storage.TopicPartition]sessionPart{a: pa})
+	if req.SessionEpoch != 2 || count(req) != 0 || len(req.ForgottenTopics) != 1 ||
+		req.ForgottenTopics[0].TopicID != topicID("b") || req.ForgottenTopics[0].Partitions[0] != 1 {
+		t.Fatalf("forgetting request: %+v", req)
+	}
+	resp = kmsg.NewPtrFetchResponse()
+	resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+	if s.handleResponse(resp) {
+		t.Fatal("session error accepted")
+	}
+	req = kmsg.NewPtrFetchRequest()
+	s.build(req, map[storage.TopicPartition]sessionPart{a: pa})
+	if req.SessionID != 0 || req.SessionEpoch != 0 || count(req) != 1 {
+		t.Fatalf("request after a session error: %+v", req)
+	}
 }
