@@ -78,43 +78,84 @@
 // high watermark passed it. Listeners get committed batches in offset order
 // from offset 0 (control batches skipped) on their own goroutine, and leader
 // changes; a change making this node the leader is delivered after every
-// batch before the leader's epoch start. Close resigns (EndQuorumEpoch) and
-// stops. An I/O error or invariant violation stops the node: Append and
-// HandleRequest then return it.
+// batch before the leader's epoch start. A SnapshotListener gets the latest
+// snapshot first (HandleSnapshot) and the batches after it, and the latest
+// snapshot again whenever its next offset falls below the log start. Close
+// resigns (EndQuorumEpoch) and stops. An I/O error or invariant violation
+// stops the node: Append and HandleRequest then return it.
+//
+// # Snapshots
+//
+// A snapshot <end offset>-<epoch>.checkpoint holds the state before its end
+// offset as raft batches: a SnapshotHeader control batch, the records, a
+// SnapshotFooter control batch (snapshot.go). CreateSnapshot writes one from
+// a SnapshotImage (.checkpoint.part, fsync, rename) when its end offset is a
+// batch boundary at or below the high watermark and valid against the log
+// (KafkaMetadataLog.createNewSnapshot). The SnapshotGenerator (a listener)
+// does so when metadata.log.max.record.bytes.between.snapshots were committed
+// or metadata.log.max.snapshot.interval.ms passed, off the raft goroutine.
+// Retention (KafkaMetadataLog.maybeClean): while log plus snapshots exceed
+// metadata.max.retention.bytes, or the oldest snapshot is older than
+// metadata.max.retention.ms, the oldest snapshot goes and the log start moves
+// to the next one (segments wholly below it are deleted); the latest snapshot
+// always stays. At start, .part/.deleted files and snapshots below the log
+// start are removed, and a snapshot newer than the log truncates it fully.
+//
+//	leader                                   follower (fetch offset < log start,
+//	                                           or 0 while a snapshot exists)
+//	FetchResp{SnapshotId: latest} ─────────► fetchingSnap = id, position 0
+//	                              ◄───────── FetchSnapshot{id, Position, MaxBytes}
+//	FetchSnapshotResp{Size, Position, ─────► Ready.SnapshotChunks (append to .part)
+//	  UnalignedRecords}                      ... until Position = Size, then
+//	                                         Ready.LoadSnapshot: fsync, rename,
+//	                                         truncate the log fully to start at
+//	                                         the end offset; HW >= end offset;
+//	                              ◄───────── Fetch from the end offset
+//
+// Errors: SNAPSHOT_NOT_FOUND (deleted meanwhile: the follower starts over with
+// Fetch), POSITION_OUT_OF_RANGE (the download restarts at 0), and the
+// leader-only epoch checks of Fetch.
 //
 // Locking: Node.mu guards the core and the Ready loop (quorum-state and log
-// writes happen under it); listener goroutines and transport goroutines take
-// it briefly and never call out while holding it. The log has its own lock.
+// writes happen under it) and the snapshot files (reads for listeners and
+// FetchSnapshot, freezing, deletion); listener goroutines and transport
+// goroutines take it briefly and never call out while holding it.
+// CreateSnapshot encodes and writes the .part file without it and takes it to
+// validate, freeze and clean. The log has its own lock.
 //
 // # Files
 //
-//	doc.go          this overview
-//	types.go        Role, Message, Entry, Ready, HardState, Status
-//	core.go         Core: configuration, transitions, timers, Ready/Advance, Propose
-//	core_step.go    Core: handling of Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch
-//	epochs.go       the leader-epoch cache (end offset for an epoch)
-//	invariants*.go  violation(): panics under -tags invariants, an error otherwise
-//	control.go      control record types (kmsg misnames type 2)
-//	batch.go        raft batch codec (magic 2) and listener Batch decoding
-//	quorumstate.go  the quorum-state file (FileQuorumStateStore)
-//	log.go          LogStore: what the node needs of the metadata log
-//	storagelog.go   LogStore over storage.Log (segments, indexes, leader-epoch-checkpoint)
-//	node.go         Node: configuration, the Ready loop, Append, Close
-//	rpc.go          kmsg <-> Message, request validation, DescribeQuorum
-//	listeners.go    Register and the per-listener delivery goroutines
-//	transport.go    ClientTransport: Transport over protocol.Client
+//	doc.go           this overview
+//	types.go         Role, Message, Entry, Ready, HardState, Status
+//	core.go          Core: configuration, transitions, timers, Ready/Advance, Propose
+//	core_step.go     Core: handling of Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch
+//	core_snapshot.go Core: log start, snapshot ids, FetchSnapshot (both sides), validateOffsetAndEpoch
+//	epochs.go        the leader-epoch cache (end offset for an epoch)
+//	invariants*.go   violation(): panics under -tags invariants, an error otherwise
+//	control.go       control record types (kmsg misnames type 2)
+//	batch.go         raft batch codec (magic 2) and listener Batch decoding
+//	snapshot.go      snapshot files: names, header/footer, encode/decode, .part/.deleted
+//	quorumstate.go   the quorum-state file (FileQuorumStateStore)
+//	log.go           LogStore: what the node needs of the metadata log
+//	storagelog.go    LogStore over storage.Log (segments, indexes, leader-epoch-checkpoint)
+//	node.go          Node: configuration, the Ready loop, Append, Close
+//	node_snapshot.go Node: CreateSnapshot, retention, loading, the SnapshotGenerator
+//	rpc.go           kmsg <-> Message, request validation, DescribeQuorum
+//	listeners.go     Register and the per-listener delivery goroutines
+//	transport.go     ClientTransport: Transport over protocol.Client
 //
 // # On disk: <metadata.log.dir>/__cluster_metadata-0/
 //
 //	00000000000000000000.log  raft batches (see batch.go), with .index/.timeindex
 //	leader-epoch-checkpoint   epoch start offsets
+//	00000000000000004096-0000000003.checkpoint  a snapshot (end offset 4096, epoch 3)
 //	quorum-state              {"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,
 //	                           "appliedOffset":0,"currentVoters":[{"voterId":1}],"data_version":0}
 //
 // # Not yet
 //
-// Snapshots (<offset>-<epoch>.checkpoint) and FetchSnapshot: the seams are
-// the leader's Fetch validation (answer SnapshotId when the fetch offset is
-// below the log start) and the follower's FetchResp handling. Dynamic voters
-// (kraft.version 1, VotersRecord, AddRaftVoter) are not implemented.
+// Dynamic voters (kraft.version 1, VotersRecord, AddRaftVoter; snapshots
+// with KRaftVersion/Voters records) are not implemented. The log start offset
+// is not checkpointed: after a restart it is the first segment's base, as
+// for Kafka's metadata log.
 package raft
