@@ -453,3 +453,73 @@ func TestPendingSyncExpiry(t *testing.T) {
 	wantErr(t, recv(t, sc).ErrorCode, kerr.RebalanceInProgress)
 	wantErr(t, h.heartbeat("g", leader, 1), kerr.UnknownMemberID)
 }
+
+// blockingStore holds Replay until release is closed.
+type blockingStore struct {
+	*MemStore
+	release chan struct{}
+}
+
+func (b *blockingStore) Replay(p int32, fn func(k, v []byte)) error {
+	<-b.release
+	return b.MemStore.Replay(p, fn)
+}
+
+func TestLoadInProgress(t *testing.T) {
+	h := newHarness(t)
+	wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 0, 7)).Topics[0].Partitions[0].ErrorCode, nil)
+	h.c.Close()
+	bs := &blockingStore{MemStore: h.store, release: make(chan struct{})}
+	c := New(Config{NodeID: 1, Store: bs, Clock: h.clock, Image: h.cache.Image, OffsetsTopicPartitions: 1})
+	defer c.Close()
+	c.OnImage(nil, h.cache.Image())
+	wantErr(t, c.Heartbeat(&kmsg.HeartbeatRequest{Group: "g", MemberID: "m"}).ErrorCode, kerr.CoordinatorLoadInProgress)
+	wantErr(t, c.ListGroups(&kmsg.ListGroupsRequest{}).ErrorCode, kerr.CoordinatorLoadInProgress)
+	if id, err := c.FindCoordinator("g"); err != nil || id != 1 {
+		t.Fatalf("FindCoordinator while loading: %d %v", id, err)
+	}
+	close(bs.release)
+	c.wg.Wait()
+	h.c = c
+	if got := h.fetch("simple"); got[0] != 7 {
+		t.Fatalf("after load: %v", got)
+	}
+}
+
+func TestEmptyClassicGroupOffsetsExpire(t *testing.T) {
+	h := newHarness(t)
+	req := joinReq("g", "", 5)
+	req.SessionTimeoutMillis = 1800000
+	r := recv(t, h.join(req))
+	req.MemberID = r.MemberID
+	id, j := r.MemberID, h.join(req)
+	parked(t, j)
+	h.clock.Advance(3 * time.Second)
+	jr := recv(t, j)
+	recv(t, h.sync("g", id, jr.Generation, nil))
+	wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, nil)
+	// While the member is there (Stable, subscribed to t) nothing expires.
+	for i := 0; i < 8*24*3; i++ {
+		h.clock.Advance(20 * time.Minute)
+		wantErr(t, h.heartbeat("g", id, jr.Generation), nil)
+	}
+	h.c.ExpireOffsets()
+	if got := h.fetch("g"); got[0] != 5 {
+		t.Fatalf("expired while subscribed: %v", got)
+	}
+	// The group empties; retention counts from then.
+	h.c.LeaveGroup(&kmsg.LeaveGroupRequest{Group: "g", MemberID: id})
+	h.clock.Advance(6 * 24 * time.Hour)
+	h.c.ExpireOffsets()
+	if got := h.fetch("g"); got[0] != 5 {
+		t.Fatalf("expired too early: %v", got)
+	}
+	h.clock.Advance(25 * time.Hour)
+	h.c.ExpireOffsets()
+	if got := h.fetch("g"); len(got) != 0 {
+		t.Fatalf("not expired: %v", got)
+	}
+	if dg := h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{"g"}}); dg.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("empty group without offsets not deleted: %+v", dg.Groups[0])
+	}
+}
