@@ -42,6 +42,9 @@ type rcluster struct {
 
 	alters   atomic.Int32 // AlterPartition requests handled
 	ctrlDown atomic.Bool
+	// fetchVersion is the Fetch version leaders serve (17 when 0); below
+	// 12 there are no diverging epochs (a pre-KIP-320 leader).
+	fetchVersion int16
 }
 
 // LogDirs, LogDirOf and FS make memLogs a hwCheckpointLogs.
@@ -243,7 +246,7 @@ func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 	var resp kmsg.Response
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
-		r.Version = 17
+		r.Version = m.fetchVersion()
 		res := rm.Fetch(ctx, r)
 		if err := res.Materialize(); err != nil {
 			return nil, err
@@ -265,6 +268,21 @@ func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 }
 
 func (m *memConn) Close() error { m.closed.Store(true); return nil }
+
+func (m *memConn) fetchVersion() int16 {
+	if m.c.fetchVersion == 0 {
+		return 17
+	}
+	return m.c.fetchVersion
+}
+
+// Versions is protocol.Client.Versions for Fetch.
+func (m *memConn) Versions(key int16) (int16, int16, bool) {
+	if key != 1 {
+		return 0, 0, false
+	}
+	return 4, m.fetchVersion(), true
+}
 
 // ctrlRequestor is the fake controller reached by node from.
 type ctrlRequestor struct {

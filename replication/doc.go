@@ -48,6 +48,9 @@
 //	image: follower of L, epoch E ──► added: truncate to the high watermark
 //	    if the log has no leader epochs (KIP-101 fallback); fetch offset =
 //	    log end, last fetched epoch = latest epoch in the log
+//	  (leader without KIP-320, Fetch < v12: first OffsetForLeaderEpoch for
+//	    the last fetched epoch, truncating by the same rules as for a
+//	    diverging epoch until our latest epoch is the leader's)
 //	Fetching ──Fetch (ReplicaState{id, broker epoch}, current leader epoch E,
 //	    last fetched epoch, KIP-227 session)──► answer:
 //	  records / HW ──► AppendAsFollower (offsets and leader epochs as the

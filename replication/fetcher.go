@@ -48,6 +48,9 @@ type fetchState struct {
 	lastFetchedEpoch int32 // -1: unknown
 	phase            fetchPhase
 	delayUntil       time.Time // backoff after an error
+	// epochChecked: the log's end was checked against the leader with
+	// OffsetForLeaderEpoch, only done for leaders without KIP-320.
+	epochChecked bool
 }
 
 // fetchKey is what a response is matched against.
@@ -59,15 +62,18 @@ type fetchKey struct {
 
 // replicaFetcher fetches the partitions this node follows from one leader.
 type replicaFetcher struct {
-	rm       *ReplicaManager
-	cfg      *ReplicationConfig
-	leader   int32
-	id       int
-	logger   *zap.Logger
-	cancel   context.CancelFunc
-	done     chan struct{}
-	wake     chan struct{}   // one slot: partitions added or changed
-	sessions followerSession // only the run goroutine touches it
+	rm     *ReplicaManager
+	cfg    *ReplicationConfig
+	leader int32
+	id     int
+	logger *zap.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{} // one slot: partitions added or changed
+	// noDiverging: the leader's Fetch is older than v12 (no KIP-320), so
+	// truncation goes through OffsetForLeaderEpoch. Run goroutine only.
+	noDiverging bool
+	sessions    followerSession // only the run goroutine touches it
 
 	mu sync.Mutex // leaf
 	// Guarded by mu.
@@ -182,6 +188,10 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			}
 			conn = c
 			f.sessions = followerSession{}
+			f.noDiverging = lacksDivergingEpoch(conn)
+		}
+		if f.noDiverging && f.truncateByOffsetForLeaderEpoch(ctx, conn, ready) {
+			continue // fetch states moved: take the ready set again
 		}
 		req, keys := f.buildFetch(ready)
 		// replica.socket.timeout.ms (30 s) past the long poll bounds a
@@ -319,7 +329,7 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			err  error
 		)
 		if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-			next, last, err = f.rm.truncateOnDivergence(s, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+			next, last, _, err = f.rm.truncateOnDivergence(s, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 		} else {
 			next, last, err = f.rm.appendFetched(s, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
 		}
@@ -440,16 +450,20 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 //   - our largest epoch <= the leader's differs from it: truncate to where
 //     ours ends, and the next fetch (with the new last epoch) goes on;
 //   - same epoch: truncate to min(endOffset, our end of it, LEO): done.
-func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOffset int64) (int64, int32, error) {
+//
+// It returns the next fetch offset, the last fetched epoch and whether the
+// truncation is complete (false in the third case).
+func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOffset int64) (int64, int32, bool, error) {
 	p := s.p
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.followingLocked(s) {
-		return 0, 0, errStaleFetch
+		return 0, 0, false, errStaleFetch
 	}
 	l := p.log
 	leo := l.LogEndOffset()
 	var target int64
+	done := true
 	switch {
 	case epoch < 0 || endOffset < 0:
 		target = min(p.hw.Load(), leo)
@@ -459,19 +473,102 @@ func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOf
 		case fe < 0 || fo < 0:
 			target = min(endOffset, leo)
 		case fe != epoch:
-			target = min(fo, leo)
+			target, done = min(fo, leo), false
 		default:
 			target = min(endOffset, fo, leo)
 		}
 	}
 	if err := rm.truncateFollower(p, target); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	last := int32(-1)
 	if e, ok := l.LatestEpoch(); ok {
 		last = e
 	}
-	return l.LogEndOffset(), last, nil
+	return l.LogEndOffset(), last, done, nil
+}
+
+// lacksDivergingEpoch reports whether the leader serves Fetch below v12
+// (no diverging epoch in answers), when the connection can tell.
+func lacksDivergingEpoch(conn LeaderConn) bool {
+	v, ok := conn.(interface {
+		Versions(key int16) (min, max int16, ok bool)
+	})
+	if !ok {
+		return false
+	}
+	_, maxV, ok := v.Versions(1)
+	return ok && maxV < 12
+}
+
+// truncateByOffsetForLeaderEpoch is the pre-KIP-320 truncation phase
+// (AbstractFetcherThread.maybeTruncate with OffsetsForLeaderEpoch): for each
+// ready partition whose log end was not yet checked against this leader,
+// ask the leader where our latest epoch ends and truncate with the same
+// rules as a diverging epoch. Partitions without epochs were truncated to
+// the high watermark when added. It reports whether any state changed.
+func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, conn LeaderConn, ready []fetchState) bool {
+	changed := false
+	for i := range ready {
+		s := &ready[i]
+		if s.epochChecked {
+			continue
+		}
+		k := fetchKey{gen: s.gen, fetchOffset: s.fetchOffset, leaderEpoch: s.leaderEpoch}
+		changed = true
+		if s.lastFetchedEpoch < 0 {
+			f.update(s.tp, k, func(st *fetchState) { st.epochChecked = true })
+			continue
+		}
+		epoch, end, err := f.offsetForLeaderEpoch(ctx, conn, s)
+		switch {
+		case errors.Is(err, kerr.FencedLeaderEpoch):
+			f.update(s.tp, k, func(st *fetchState) { st.phase = phaseFenced })
+			continue
+		case err != nil:
+			f.logger.Info("OffsetForLeaderEpoch failed", zap.String("topic", s.tp.Topic), zap.Int32("partition", s.tp.Partition), zap.Error(err))
+			f.delay(s.tp, k)
+			continue
+		}
+		next, last, done, err := f.rm.truncateOnDivergence(s, epoch, end)
+		if err != nil {
+			f.delay(s.tp, k)
+			continue
+		}
+		f.update(s.tp, k, func(st *fetchState) {
+			st.fetchOffset, st.lastFetchedEpoch, st.epochChecked = next, last, done
+		})
+	}
+	return changed
+}
+
+// offsetForLeaderEpoch asks the leader for the end of epoch
+// s.lastFetchedEpoch in its log, as a replica.
+func (f *replicaFetcher) offsetForLeaderEpoch(ctx context.Context, conn LeaderConn, s *fetchState) (int32, int64, error) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = f.rm.cfg.NodeID
+	t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	t.Topic = s.tp.Topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = s.tp.Partition, s.leaderEpoch, s.lastFetchedEpoch
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	raw, err := conn.Request(ctx, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, rt := range raw.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+		for _, sp := range rt.Partitions {
+			if sp.Partition != s.tp.Partition {
+				continue
+			}
+			if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
+				return 0, 0, err
+			}
+			return sp.LeaderEpoch, sp.EndOffset, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("replication: OffsetForLeaderEpoch answer without %s", s.tp)
 }
 
 // truncateFollower truncates p's log to offset and caps the high watermark

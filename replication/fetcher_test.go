@@ -167,6 +167,37 @@ func TestReplicationDivergingEpochTruncation(t *testing.T) {
 	})
 }
 
+// With a leader that has no diverging epochs (Fetch v11), the former
+// leader truncates through OffsetForLeaderEpoch before fetching.
+func TestReplicationOffsetForLeaderEpochTruncation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.fetchVersion = 11
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, nil)
+		if res := <-c.produceAsync(1, "t", -1, batch(3, "a")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.node(1).down.Store(true)
+		for range 2 {
+			if res := <-c.produceAsync(1, "t", 1, batch(2, "lost")); res.ErrorCode != 0 {
+				t.Fatalf("acks=1: %v", kerr.ErrorForCode(res.ErrorCode))
+			}
+		}
+		c.elect("t", 2, []int32{2, 3})
+		for range 3 {
+			if res := <-c.produceAsync(2, "t", -1, batch(2, "new")); res.ErrorCode != 0 {
+				t.Fatalf("produce to node 2: %v", kerr.ErrorForCode(res.ErrorCode))
+			}
+		}
+		c.node(1).down.Store(false)
+		c.waitFor("node 1 matches the new leader", func() bool { return c.part(1, "t").Snapshot().LogEndOffset == 9 })
+		want := c.logValues(2, "t")
+		if got := c.logValues(1, "t"); !slices.Equal(got, want) {
+			t.Fatalf("node 1 log %v, want %v", got, want)
+		}
+	})
+}
+
 // A follower whose log ends before the leader's log start truncates fully
 // and starts at the leader's log start offset.
 func TestReplicationOffsetOutOfRange(t *testing.T) {
