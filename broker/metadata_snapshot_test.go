@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/config"
@@ -123,3 +125,69 @@ func TestMetadataSnapshotDumpLog(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNodeMetadataSnapshotRestart: with tiny thresholds a combined node
+// snapshots its metadata image by itself (the generator), retention moves the
+// metadata log start, and a restart loads the snapshot: topics, the broker's
+// registration and the controller's state come back.
+func TestNodeMetadataSnapshotRestart(t *testing.T) {
+	dir := t.TempDir()
+	over := map[string]string{
+		"metadata.log.max.record.bytes.between.snapshots": "1",
+		"metadata.max.retention.bytes":                    "1",
+	}
+	n := startNode(t, dir, over)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(n.client(t))
+	if _, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"cleanup.policy": ptr("compact")}, "snap-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "snap-b"); err != nil {
+		t.Fatal(err)
+	}
+	pdir := filepath.Join(dir, "__cluster_metadata-0")
+	// Wait, commit by commit (NoOpRecords every 500 ms), for two snapshots
+	// written by the generator and the log start to move.
+	for {
+		st := n.raft.Status()
+		snaps, _ := filepath.Glob(filepath.Join(pdir, "*.checkpoint"))
+		if st.LogStartOffset > 0 && len(snaps) >= 1 {
+			break
+		}
+		if err := n.cache.WaitForOffset(ctx, n.cache.Image().Offset+1); err != nil {
+			t.Fatalf("no snapshot and log start move: %+v, files %v", st, snaps)
+		}
+	}
+	n.stop(t)
+
+	n2 := startNode(t, dir, over)
+	adm2 := kadm.NewClient(n2.client(t))
+	td, err := adm2.ListTopics(ctx, "snap-a", "snap-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := td["snap-a"]; a.Err != nil || len(a.Partitions) != 2 {
+		t.Fatalf("snap-a after restart: %+v", a)
+	}
+	if b := td["snap-b"]; b.Err != nil || len(b.Partitions) != 1 {
+		t.Fatalf("snap-b after restart: %+v", b)
+	}
+	rc, err := adm2.DescribeTopicConfigs(ctx, "snap-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range rc[0].Configs {
+		if c.Key == "cleanup.policy" && c.Value != nil && *c.Value == "compact" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("snap-a configs after restart: %+v", rc[0].Configs)
+	}
+	// The controller's state came back too: creating snap-a again fails.
+	if _, err := adm2.CreateTopic(ctx, 1, 1, nil, "snap-a"); err == nil {
+		t.Fatal("snap-a created twice")
+	}
+}
