@@ -85,6 +85,21 @@
 // are fenced after group.consumer.session.timeout.ms; a member that does
 // not revoke within its rebalance timeout is fenced too.
 //
+// # Differences from Kafka
+//
+//   - Classic-protocol members cannot join a non-empty KIP-848 group (no
+//     online migration, group.consumer.migration.policy): JoinGroup answers
+//     INCONSISTENT_GROUP_PROTOCOL. Empty groups are converted both ways.
+//   - No transactional offsets (TxnOffsetCommit): require_stable never
+//     waits, and FindCoordinator has no transaction coordinator.
+//   - KIP-848 subscription metadata is recomputed from the image instead of
+//     being persisted (no metadataHash / ConsumerGroupPartitionMetadata), and
+//     KIP-1251 assignment epochs live in memory only (after a reload a
+//     member's partitions date from its current epoch).
+//   - OffsetCommitValue is written at v3 (v1 with an expire timestamp), not
+//     v4 with the topic id tag; every version is readable by Kafka's tools.
+//   - Each write is its own append (no append linger batching).
+//
 // # Locks
 //
 //	Coordinator.mu (shard map, topic creation)  →  shard.mu (all of one
