@@ -118,10 +118,14 @@ func (c *Core) CheckSnapshotID(id OffsetAndEpoch) error {
 	return nil
 }
 
-// AddSnapshot records a snapshot the environment froze (one it wrote itself).
+// AddSnapshot records a snapshot the environment froze (one it wrote
+// itself); a snapshot with the same id is replaced (its file was).
 func (c *Core) AddSnapshot(s SnapshotInfo) {
-	if _, ok := c.findSnapshot(s.ID); ok {
-		return
+	for i := range c.snapshots {
+		if c.snapshots[i].ID == s.ID {
+			c.snapshots[i] = s
+			return
+		}
 	}
 	c.snapshots = append(c.snapshots, s)
 	slices.SortFunc(c.snapshots, func(a, b SnapshotInfo) int { return compareOffsetAndEpoch(a.ID, b.ID) })

@@ -421,7 +421,7 @@ func (c *Core) handleFetchResp(m Message) {
 // refused or lost, timeout): a fetch is retried after a backoff instead of
 // waiting for the request timeout.
 func (c *Core) RequestFailed(m Message) error {
-	if m.Type == MsgFetch && m.ID != 0 && m.ID == c.fetchInflight {
+	if (m.Type == MsgFetch || m.Type == MsgFetchSnapshot) && m.ID != 0 && m.ID == c.fetchInflight {
 		c.fetchInflight = 0
 		c.fetchRetryAt = c.now + 5*c.cfg.RetryBackoffMs
 	}

@@ -421,10 +421,15 @@ func (s *snapshotFiles) freeze(tmp string, id OffsetAndEpoch, size int64) error 
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return err
 	}
-	if _, ok := s.find(id); !ok {
-		s.ids = append(s.ids, SnapshotInfo{ID: id, Size: size})
-		slices.SortFunc(s.ids, func(a, b SnapshotInfo) int { return compareOffsetAndEpoch(a.ID, b.ID) })
+	delete(s.ts, id)
+	for i := range s.ids {
+		if s.ids[i].ID == id { // replaced by the rename: the new file's size
+			s.ids[i].Size = size
+			return nil
+		}
 	}
+	s.ids = append(s.ids, SnapshotInfo{ID: id, Size: size})
+	slices.SortFunc(s.ids, func(a, b SnapshotInfo) int { return compareOffsetAndEpoch(a.ID, b.ID) })
 	return nil
 }
 
