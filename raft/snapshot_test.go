@@ -559,3 +559,107 @@ func TestNodeFetchSnapshotRPC(t *testing.T) {
 		}
 	})
 }
+
+// TestNodeSnapshotRecovery: at start, .part and .deleted files go, and a
+// snapshot newer than the log (a follower that crashed after freezing a
+// downloaded snapshot, before truncating) truncates the log fully.
+func TestNodeSnapshotRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		fs := vfs.NewMemFS()
+		pdir := "/meta/__cluster_metadata-0"
+		n, err := NewNode(snapshotTestConfig(fs, "/meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for i := 0; i < 10; i++ {
+			vals = append(vals, fmt.Sprintf("a%d", i))
+			if _, err := n.Append(ctx, records(vals[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old, err := n.CreateSnapshot(stateSnapshot(n.HighWatermark(), 1, vals))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Close()
+		newer := OffsetAndEpoch{Offset: 100, Epoch: 5}
+		want := []string{"x", "y", "z"}
+		for name, content := range map[string][]byte{
+			"00000000000000000100-0000000005-abc.checkpoint.part": []byte("partial"),
+			"00000000000000000011-0000000001.checkpoint.deleted":  []byte("old"),
+			SnapshotFileName(newer):                               EncodeSnapshot(newer, 1, 1, records(want...)),
+		} {
+			if err := writeSynced(fs, filepath.Join(pdir, name), content); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n2, err := NewNode(snapshotTestConfig(fs, "/meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &snapListener{recListener: newRecListener()}
+		n2.Register(l)
+		if err := n2.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer n2.Close()
+		names := dirNames(t, fs, pdir)
+		for _, nm := range names {
+			if strings.HasSuffix(nm, ".part") || strings.HasSuffix(nm, ".deleted") || nm == SnapshotFileName(old) {
+				t.Fatalf("%s survived recovery: %v", nm, names)
+			}
+		}
+		if st := n2.Status(); st.LogStartOffset != 100 || st.Epoch <= 5 {
+			t.Fatalf("after recovery: %+v", st)
+		}
+		if _, err := n2.Append(ctx, records("w")); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, "w")
+		l.waitFor(t, func() bool { return slices.Equal(l.values(), want) })
+	})
+}
+
+// TestNodeSnapshotWriteFailure: a snapshot whose fsync fails is not frozen
+// (no .checkpoint, no .part left) and the node keeps working; the next
+// attempt succeeds.
+func TestNodeSnapshotWriteFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var sw vfs.Switch
+		fs := vfs.NewInjecting(vfs.NewMem(), sw.Inject)
+		n, err := NewNode(snapshotTestConfig(fs, "/meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		vals := []string{"a", "b"}
+		if _, err := n.Append(ctx, records(vals...)); err != nil {
+			t.Fatal(err)
+		}
+		sw.Set(vfs.FailAfter(vfs.OpSync, 0, func(p string) bool { return strings.HasSuffix(p, snapshotPartSuffix) }))
+		if _, err := n.CreateSnapshot(stateSnapshot(n.HighWatermark(), 1, vals)); !errors.Is(err, vfs.ErrInjected) {
+			t.Fatalf("snapshot with a failing fsync: %v", err)
+		}
+		sw.Set(nil)
+		for _, nm := range dirNames(t, fs, "/meta/__cluster_metadata-0") {
+			if strings.Contains(nm, ".checkpoint") {
+				t.Fatalf("%s left by a failed snapshot", nm)
+			}
+		}
+		if _, err := n.Append(ctx, records("c")); err != nil {
+			t.Fatalf("append after a failed snapshot: %v", err)
+		}
+		if _, err := n.CreateSnapshot(stateSnapshot(n.HighWatermark(), 1, append(vals, "c"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
