@@ -225,7 +225,7 @@ func (n *Node) start(ctx context.Context) error {
 	// Replication between brokers (replication/fetcher_manager.go): replica
 	// fetchers on inter.broker.listener.name, ISR changes through the
 	// controller channel (Config.Controller), the HW checkpoint.
-	n.replicas.StartReplication(replication.ReplicationConfigFrom(cfg))
+	n.replicas.StartReplication(replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg))
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -39,10 +38,19 @@ type ReplicationConfig struct {
 	HWCheckpointInterval time.Duration
 }
 
-// ReplicationConfigFrom reads the replica.* settings of a broker config.
-func ReplicationConfigFrom(cfg *config.Config) ReplicationConfig {
+// BrokerSettings is the part of a broker config (*config.Config) that
+// ReplicationConfigFrom reads; an interface so that replication does not
+// import config.
+type BrokerSettings interface {
+	Int(name string) int32
+	Long(name string) int64
+}
+
+// ReplicationConfigFrom reads the replica.* settings of a broker config;
+// listener is its inter.broker.listener.name.
+func ReplicationConfigFrom(listener string, cfg BrokerSettings) ReplicationConfig {
 	return ReplicationConfig{
-		ListenerName:          cfg.InterBrokerListenerName,
+		ListenerName:          listener,
 		NumFetchers:           int(cfg.Int("num.replica.fetchers")),
 		FetchMaxBytes:         int32(cfg.Int("replica.fetch.max.bytes")),
 		FetchResponseMaxBytes: int32(cfg.Int("replica.fetch.response.max.bytes")),
