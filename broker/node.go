@@ -263,6 +263,7 @@ func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[
 		Handler:         n.broker,
 		Versions:        versions,
 		MaxRequestBytes: n.cfg.Int("socket.request.max.bytes"),
+		IdleTimeout:     time.Duration(n.cfg.Long("connections.max.idle.ms")) * time.Millisecond,
 		ListenerName:    l.Name,
 		Logger:          n.logger.Named("listener"),
 	}
