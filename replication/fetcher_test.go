@@ -132,6 +132,67 @@ func TestReplicationIsrShrink(t *testing.T) {
 	})
 }
 
+// An acks=all produce waiting for a follower that leaves the ISR answers
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR falls below
+// min.insync.replicas, and the next one NOT_ENOUGH_REPLICAS.
+func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, map[string]string{"min.insync.replicas": "3"})
+		if res := <-c.produceAsync(1, "t", -1, batch(2, "a")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.node(2).down.Store(true)
+		res := <-c.produceAsync(1, "t", -1, batch(2, "b"))
+		if res.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
+			t.Fatalf("acks=all across the shrink: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		if got := isrOf(c, "t"); !slices.Equal(got, []int32{1, 3}) {
+			t.Fatalf("ISR %v", got)
+		}
+		if res := <-c.produceAsync(1, "t", -1, batch(2, "c")); res.ErrorCode != kerr.NotEnoughReplicas.Code {
+			t.Fatalf("acks=all with ISR {1,3}: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+	})
+}
+
+// AlterPartition failures are retried after the backoff; the high
+// watermark waits for a follower that is being added (maximal ISR).
+func TestReplicationAlterPartitionRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 2, testReplicationConfig())
+		c.ctrlDown.Store(true)
+		c.createTopic("t", []int32{1, 2}, 1, []int32{1}, nil)
+		if res := <-c.produceAsync(1, "t", 1, batch(2, "a")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		lp := c.part(1, "t")
+		c.waitFor("a pending expansion", func() bool {
+			lp.stateMu.Lock()
+			defer lp.stateMu.Unlock()
+			return lp.isrChg.pending != nil
+		})
+		time.Sleep(5 * time.Second)
+		if got := isrOf(c, "t"); !slices.Equal(got, []int32{1}) {
+			t.Fatalf("ISR %v while the controller is away", got)
+		}
+		// The pending member counts for the high watermark: an acks=1
+		// append is not committed before node 2 has it.
+		c.node(2).down.Store(true)
+		if res := <-c.produceAsync(1, "t", 1, batch(2, "b")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		time.Sleep(time.Second)
+		if hw := lp.HighWatermark(); hw != 2 {
+			t.Fatalf("HW %d with node 2 pending in the ISR, want 2", hw)
+		}
+		c.node(2).down.Store(false)
+		c.ctrlDown.Store(false)
+		c.waitFor("ISR {1,2}", func() bool { return slices.Equal(isrOf(c, "t"), []int32{1, 2}) })
+		c.waitFor("HW 4", func() bool { return lp.HighWatermark() == 4 })
+	})
+}
+
 // A former leader with records the new leader never got truncates them on
 // the new leader's diverging-epoch answer (KIP-320) and then follows.
 func TestReplicationDivergingEpochTruncation(t *testing.T) {
