@@ -1,0 +1,67 @@
+package archtest
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kgo-broker/kgo-broker/"
+
+// allowed lists, for each room, the project packages its non-test files may
+// import (docs/ARCHITECTURE.md, "Allowed imports").
+var allowed = map[string][]string{
+	"storage/vfs":   {},
+	"protocol":      {},
+	"config":        {},
+	"metadatacache": {},
+	"storage":       {"storage/vfs"},
+	"raft":          {"storage", "storage/vfs", "protocol"},
+	"controller":    {"raft", "metadatacache", "config"},
+	"replication":   {"storage", "storage/vfs", "metadatacache", "protocol"},
+	"group":         {"replication", "storage", "storage/vfs", "metadatacache", "config"},
+}
+
+func TestImportsPointDown(t *testing.T) {
+	root := ".."
+	for room, ok := range allowed {
+		okSet := map[string]bool{}
+		for _, p := range ok {
+			okSet[p] = true
+		}
+		files, err := filepath.Glob(filepath.Join(root, room, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Errorf("room %s has no Go files", room)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if !strings.HasPrefix(path, module) {
+					continue
+				}
+				dep := strings.TrimPrefix(path, module)
+				if !okSet[dep] {
+					t.Errorf("%s imports %s: %s may import only %v", f, dep, room, ok)
+				}
+			}
+		}
+	}
+}
