@@ -261,7 +261,7 @@ func (c *Core) handleFetchSnapshotResp(m Message) {
 	}
 	id := *c.fetchingSnap
 	if *m.SnapshotID != id || m.Position != c.snapPos || m.Size <= 0 || m.Position+int64(len(m.Data)) > m.Size {
-		c.fail(fmt.Errorf("raft: fetch snapshot response %d@%d position %d size %d does not continue %d@%d at %d",
+		c.fail(violation("fetch snapshot response %d@%d position %d size %d does not continue %d@%d at %d",
 			m.SnapshotID.Offset, m.SnapshotID.Epoch, m.Position, m.Size, id.Offset, id.Epoch, c.snapPos))
 		return
 	}
@@ -288,7 +288,7 @@ func (c *Core) markLeaderContact() {
 func (c *Core) loadSnapshot(s SnapshotInfo) {
 	last := c.epochs.latest()
 	if !(s.ID.Epoch > last || s.ID.Epoch == last && s.ID.Offset > c.leo) {
-		c.fail(fmt.Errorf("raft: downloaded snapshot %d@%d does not pass the log end %d@%d", s.ID.Offset, s.ID.Epoch, c.leo, last))
+		c.fail(violation("downloaded snapshot %d@%d does not pass the log end %d@%d of %d", s.ID.Offset, s.ID.Epoch, c.leo, last, c.id))
 		return
 	}
 	c.entries = nil

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -660,6 +662,76 @@ func TestNodeSnapshotWriteFailure(t *testing.T) {
 		}
 		if _, err := n.CreateSnapshot(stateSnapshot(n.HighWatermark(), 1, append(vals, "c"))); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestSnapshotGeneratorInterval: metadata.log.max.snapshot.interval.ms on an
+// injected clock: a commit after the interval triggers a snapshot, one
+// before it does not.
+func TestSnapshotGeneratorInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		now := time.Unix(1_800_000_000, 0)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+		cfg := snapshotTestConfig(vfs.NewMem(), "/meta")
+		cfg.Now = clock
+		cfg.Snapshots.MaxInterval = time.Hour
+		n, err := NewNode(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := newRecListener()
+		n.Register(img)
+		var vals []string
+		src := func() (SnapshotImage, bool) {
+			img.mu.Lock()
+			defer img.mu.Unlock()
+			if len(img.batches) == 0 {
+				return SnapshotImage{}, false
+			}
+			last := img.batches[len(img.batches)-1]
+			return stateSnapshot(last.LastOffset+1, last.Epoch, vals), true
+		}
+		g := n.newSnapshotGenerator(src)
+		made := make(chan OffsetAndEpoch, 10)
+		g.onSnapshot = func(id OffsetAndEpoch, err error) {
+			if err == nil {
+				made <- id
+			}
+		}
+		n.Register(g)
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		appendOne := func(v string) {
+			vals = append(vals, v)
+			if _, err := n.Append(ctx, records(v)); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		appendOne("a")
+		advance(59 * time.Minute)
+		appendOne("b")
+		if len(made) != 0 {
+			t.Fatalf("snapshot before the interval: %v", <-made)
+		}
+		advance(2 * time.Minute)
+		appendOne("c")
+		if len(made) != 1 {
+			t.Fatalf("%d snapshots after the interval", len(made))
+		}
+		// the image is another listener: it may not have "c" yet
+		if id := <-made; id.Offset != 3 && id.Offset != 4 {
+			t.Fatalf("snapshot %+v, want end offset 3 or 4", id)
+		}
+		appendOne("d") // the interval restarts with the snapshot
+		if len(made) != 0 {
+			t.Fatal("snapshot right after a snapshot")
 		}
 	})
 }
