@@ -39,6 +39,8 @@ type ClusterOptions struct {
 	Brokers     int // process.roles=broker
 	// Overrides apply to every node (after the generated properties).
 	Overrides map[string]string
+	// Env is added to every node's environment (KGO_LOG_LEVEL=debug, say).
+	Env []string
 	// NoWait returns before the nodes are ready.
 	NoWait bool
 }
@@ -63,6 +65,7 @@ type ClusterNode struct {
 	IsController bool
 	CtrlAddr     string // host:CtrlPort ("" for broker-only)
 	clusterID    string
+	env          []string
 }
 
 // Cluster is a set of kgo-broker processes forming one KRaft cluster.
@@ -82,7 +85,7 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 	total := o.Combined + o.Controllers + o.Brokers
 	for i := 0; i < total; i++ {
 		id := int32(i + 1)
-		n := &ClusterNode{ID: id, Host: fmt.Sprintf("127.0.0.%d", id), clusterID: c.ClusterID}
+		n := &ClusterNode{ID: id, Host: fmt.Sprintf("127.0.0.%d", id), clusterID: c.ClusterID, env: o.Env}
 		switch {
 		case i < o.Combined:
 			n.Roles, n.IsBroker, n.IsController = "broker,controller", true, true
@@ -187,7 +190,7 @@ group.initial.rebalance.delay.ms=0
 // CLUSTER_ID for the first-start auto-format.
 func (n *ClusterNode) Start() {
 	n.Broker.t.Helper()
-	n.Broker.opts.Env = []string{"CLUSTER_ID=" + n.clusterID}
+	n.Broker.opts.Env = append([]string{"CLUSTER_ID=" + n.clusterID}, n.env...)
 	n.Broker.Start()
 }
 
