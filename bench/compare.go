@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,6 +32,7 @@ type report struct {
 	IdleRSS  map[kind][]int64
 	PeakRSS  map[kind][]int64
 	Warnings []string
+	Waited   time.Duration // BENCH_WAIT_QUIET: time spent waiting for a quiet machine
 }
 
 func runComparison(ctx context.Context, s settings, tmp string) (*report, error) {
@@ -117,6 +120,7 @@ func runRep(ctx context.Context, s settings, tmp string, rep int, rp *report) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			waitQuiet(ctx, s, rp, maps.Values(brokers))
 			r := runScenario(ctx, s, sc, rep, brokers[k], others(k))
 			rp.Results[sc.ID][k] = append(rp.Results[sc.ID][k], r)
 			logResult(rep, sc, k, r)
@@ -140,12 +144,50 @@ func runRep(ctx context.Context, s settings, tmp string, rep int, rp *report) er
 	return nil
 }
 
+// waitQuiet (BENCH_WAIT_QUIET=<seconds>) waits before a run until the other
+// processes on the machine use less than 0.25 cores over 2 s, spending at most
+// that many seconds in total over the whole benchmark.
+func waitQuiet(ctx context.Context, s settings, rp *report, brokers iter.Seq[*broker]) {
+	if s.WaitQuiet <= 0 {
+		return
+	}
+	for rp.Waited < s.WaitQuiet && ctx.Err() == nil {
+		var bs []*broker
+		for b := range brokers {
+			bs = append(bs, b)
+		}
+		own := func() float64 {
+			c := selfCPU()
+			for _, b := range bs {
+				if st, err := readProc(b.Pid()); err == nil {
+					c += st.CPU
+				}
+			}
+			return c
+		}
+		sys0, own0, t0 := systemBusy(), own(), time.Now()
+		time.Sleep(2 * time.Second)
+		el := time.Since(t0)
+		foreign := (systemBusy() - sys0 - (own() - own0)) / el.Seconds()
+		if foreign < 0.25 {
+			return
+		}
+		rp.Waited += el
+		if rp.Waited >= s.WaitQuiet {
+			log.Printf("BENCH_WAIT_QUIET: waited %v in total for a quiet machine; running regardless from now on", rp.Waited.Round(time.Second))
+		}
+	}
+}
+
 func logResult(rep int, sc scenario, k kind, r result) {
 	if !r.OK {
 		log.Printf("rep %d %-22s %-12s %s", rep+1, sc.ID, k.Title(), r.NA)
 		return
 	}
 	switch sc.Kind {
+	case "consume", "fetch":
+		log.Printf("rep %d %-22s %-12s %.0f rec/s %.2f MB/s; cpu %.2fs (%.1f s/GB); %.1fs; others %.2f cores",
+			rep+1, sc.ID, k.Title(), r.RecPerSec, r.MBPerSec, r.CPU, r.CPUPerGB(), r.Wall, r.Foreign)
 	case "e2e":
 		log.Printf("rep %d %-22s %-12s avg %.3f ms p50 %g p99 %g p99.9 %g ms; cpu %.2fs; others %.2f cores",
 			rep+1, sc.ID, k.Title(), r.AvgMs, r.P50, r.P99, r.P999, r.CPU, r.Foreign)

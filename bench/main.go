@@ -20,6 +20,8 @@
 //	BENCH_OUT=dir        results directory (default bench/results)
 //	BENCH_TMP=dir        where the temp data dir goes (default $TMPDIR)
 //	BENCH_KEEP=1         keep the temp dir (logs, data)
+//	BENCH_WAIT_QUIET=s   before each run wait until other processes use < 0.25 cores,
+//	                     at most s seconds in total (a shared machine)
 //	BENCH_KGO_BIN=path   the kgo-broker binary (default bin/kgo-broker; run.sh sets it
 //	                     with BENCH_CLEAN=1), BENCH_KGO_COMMIT its label in the report
 //	BENCH_RECORDS_1K, BENCH_RECORDS_100B, BENCH_E2E_RECORDS   override the sizes
@@ -55,6 +57,7 @@ type settings struct {
 	E2ERecords  int
 	KafkaHeap   string
 	ToolTimeout time.Duration
+	WaitQuiet   time.Duration
 }
 
 func envInt(name string, def int64) int64 {
@@ -118,6 +121,7 @@ func loadSettings() settings {
 		s.E2ERecords = int(envInt("BENCH_E2E_RECORDS", 5000))
 		s.ToolTimeout = 5 * time.Minute
 	}
+	s.WaitQuiet = time.Duration(envInt("BENCH_WAIT_QUIET", 0)) * time.Second
 	if v := os.Getenv("BENCH_SCENARIOS"); v != "" {
 		s.Only = regexp.MustCompile(v)
 	}

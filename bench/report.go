@@ -259,6 +259,9 @@ func renderMarkdown(rp *report) string {
 	} else {
 		w(" The machine was quiet enough for the figures to be meaningful.\n\n")
 	}
+	if rp.Waited > 0 {
+		w("BENCH_WAIT_QUIET: the runs waited %v in total for the machine to be quiet.\n\n", rp.Waited.Round(time.Second))
+	}
 	for _, x := range rp.Warnings {
 		w("> %s\n\n", x)
 	}

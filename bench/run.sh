@@ -6,6 +6,7 @@
 #   make bench PROFILE=1             CPU + allocation profiles of kgo-broker instead
 #   BENCH_N=5 BENCH_SCENARIOS='^produce-1k' make bench
 #   BENCH_CLEAN=1 make bench         measure HEAD as committed (not the work tree)
+#   BENCH_WAIT_QUIET=600 make bench  before each run wait for a quiet machine (max 600 s in all)
 #
 # Installs what it needs idempotently: Apache Kafka's jars (scripts/install-tools.sh,
 # cached) and gnuplot (Debian gnuplot-nox, for the chart; skipped with a warning
