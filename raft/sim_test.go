@@ -3,6 +3,7 @@ package raft
 import (
 	"flag"
 	"fmt"
+	"os"
 	"testing"
 )
 
@@ -206,4 +207,86 @@ func TestSimulationSnapshots(t *testing.T) {
 			t.Logf("%d snapshots fetched and loaded in %d runs", loads, seeds)
 		})
 	}
+}
+
+// TestSimulationSnapshotCatchUp: the scenario of issue 4 — a voter (and an
+// observer) are offline while the leader commits, snapshots and deletes its
+// log; when they return they must load the leader's snapshot and catch up,
+// with message drops and delays, the invariants checked after every step.
+func TestSimulationSnapshotCatchUp(t *testing.T) {
+	seeds := *simSeeds
+	if seeds == 0 {
+		seeds = 20
+		if raceEnabled {
+			seeds = 4
+		}
+	}
+	loads := 0
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			h := newHarness(t, seed, []int32{1, 2, 3}, 4)
+			h.maxDelay, h.snapChunk = 20, 1000
+			if os.Getenv("SIMCATCHUP") == fmt.Sprint(seed) {
+				h.trace = func(s string) { fmt.Printf("t=%d %s\n", h.now, s) }
+			}
+			const step = 10
+			run := func(ms int64, propose bool) {
+				for end := h.now + ms; h.now < end; h.now += step {
+					h.deliverDue()
+					for _, id := range h.ids() {
+						h.tick(id)
+					}
+					if l := h.leader(); propose && l != nil && h.rng.Float64() < 0.3 {
+						if _, _, err := l.core.Propose([][]byte{[]byte(fmt.Sprintf("t%d", h.now))}); err != nil {
+							t.Fatal(err)
+						}
+						h.process(l)
+					}
+				}
+			}
+			run(3000, true)
+			l := h.leader()
+			if l == nil {
+				t.Fatal("no leader")
+			}
+			var away []int32
+			for _, id := range h.ids() {
+				if id != l.id && len(away) < 1 || id == 4 {
+					away = append(away, id)
+				}
+			}
+			for _, id := range away {
+				h.crash(id)
+			}
+			h.dropP = 0.05
+			run(3000, true)
+			if l = h.leader(); l == nil {
+				t.Fatal("no leader with one voter away")
+			}
+			sid, ok := h.takeSnapshot(l.id)
+			if !ok || l.core.LogStartOffset() != sid.Offset {
+				t.Fatalf("leader snapshot %v ok=%v log start %d", sid, ok, l.core.LogStartOffset())
+			}
+			run(1000, true)
+			for _, id := range away {
+				h.restart(id)
+			}
+			run(5000, true)
+			h.dropP = 0
+			run(6000, false)
+			hw := h.leader().core.HighWatermark()
+			for _, id := range h.ids() {
+				if n := h.nodes[id]; n.core.HighWatermark() != hw {
+					t.Fatalf("%s: not caught up with the leader's high watermark %d (snapshot %v)", h.statusLine(id), hw, sid)
+				}
+			}
+			loads += h.snapLoads
+		})
+	}
+	// Elections may move leadership to a replica that kept its log, but most
+	// runs must go through FetchSnapshot.
+	if loads < seeds {
+		t.Errorf("%d snapshot loads in %d runs with 2 replicas returning below the log start", loads, seeds)
+	}
+	t.Logf("%d snapshot loads in %d runs", loads, seeds)
 }
