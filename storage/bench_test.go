@@ -2,8 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
@@ -73,3 +75,49 @@ func BenchmarkAppendOSGzip(b *testing.B) {
 func BenchmarkAppendOSSnappy(b *testing.B) {
 	benchAppend(b, vfs.Default, filepath.Join(b.TempDir(), "t-0"), CompressionSnappy, math.MaxInt64)
 }
+
+// benchAppendRecords appends 16 KiB batches of recSize-byte records from appenders
+// goroutines (flush.messages=1 with many appenders is the group commit case).
+func benchAppendRecords(b *testing.B, recSize int, flushMessages int64, appenders int) {
+	cfg := DefaultConfig()
+	cfg.FlushMessages = flushMessages
+	l, err := OpenLog(LogOptions{FS: vfs.Default, Dir: filepath.Join(b.TempDir(), "t-0"), Config: cfg, HadCleanShutdown: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	tmpl := recordBatch(recSize, 16<<10, 1_700_000_000_000)
+	b.SetBytes(int64(len(tmpl)))
+	b.ReportAllocs()
+	b.SetParallelism(max(appenders/max(1, runtimeGOMAXPROCS()), 1))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, len(tmpl))
+		for pb.Next() {
+			copy(buf, tmpl)
+			if _, err := l.AppendAsLeader(buf, 0); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if err := l.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkAppend1KiB(b *testing.B)            { benchAppendRecords(b, 1024, math.MaxInt64, 1) }
+func BenchmarkAppend100B(b *testing.B)            { benchAppendRecords(b, 100, math.MaxInt64, 1) }
+func BenchmarkAppend1KiBGroupCommit(b *testing.B) { benchAppendRecords(b, 1024, 1, 32) }
+func BenchmarkAppend100BGroupCommit(b *testing.B) { benchAppendRecords(b, 100, 1, 32) }
+
+func recordBatch(recSize, batchBytes int, ts int64) []byte {
+	n := max(batchBytes/recSize, 1)
+	rs := make([]Record, n)
+	for i := range rs {
+		rs[i] = Record{Key: []byte(fmt.Sprintf("key-%04d", i)), Value: bytes.Repeat([]byte{'v'}, recSize-8), Timestamp: ts}
+	}
+	return BuildBatch(BatchOptions{Producer: nil}, rs...)
+}
+
+func runtimeGOMAXPROCS() int { return runtime.GOMAXPROCS(0) }

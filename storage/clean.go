@@ -207,7 +207,14 @@ type cleanRound struct {
 	throttle   func(n int)
 	ioBuf      int
 	stats      CleanerStats
-	retainLast int64 // next offset of the group's last batch: kept even if emptied
+	retainLast int64     // next offset of the group's last batch: kept even if emptied
+	views      []segView // what the cleaning needs of each segment, read under l.mu
+}
+
+// segView is a segment's state as the cleaning started.
+type segView struct {
+	next, createdMs     int64
+	idxBytes, tidxBytes int64
 }
 
 // CleanerStats describes one cleaning.
@@ -491,8 +498,11 @@ func (l *Log) cleanOnce(om *offsetMap, ioBuf int, throttle func(int)) (CleanerSt
 	}
 	segs := append([]*segment(nil), l.mu.segments[:len(l.mu.segments)-1]...)
 	sizes := make([]int64, len(segs))
+	r.views = make([]segView, len(segs))
 	for i, s := range segs {
 		sizes[i] = s.size
+		r.views[i] = segView{next: s.nextOffset, createdMs: s.createdMs,
+			idxBytes: int64(len(s.idx.entries)) * offsetIndexEntrySize, tidxBytes: int64(len(s.tidx.entries)) * timeIndexEntrySize}
 	}
 	l.mu.RUnlock()
 	r.stats.FirstDirty = ci.firstDirty
@@ -512,7 +522,7 @@ func (l *Log) cleanOnce(om *offsetMap, ioBuf int, throttle func(int)) (CleanerSt
 		}
 	}
 	txns := newCleanedTxns()
-	for _, g := range groupSegments(segs, sizes, todo, r.cfg, ci.firstUncleanable) {
+	for _, g := range groupSegments(segs, r.views, sizes, todo, r.cfg, ci.firstUncleanable) {
 		if err := r.cleanGroup(segs, sizes, g, txns); err != nil {
 			return r.stats, err
 		}
@@ -614,22 +624,21 @@ func (r *cleanRound) abortOr(err error) error {
 
 // groupSegments groups the segments at idx into groups that fit one segment
 // (Cleaner.groupSegmentsBySize).
-func groupSegments(segs []*segment, sizes []int64, idx []int, cfg Config, firstUncleanable int64) [][]int {
+func groupSegments(segs []*segment, views []segView, sizes []int64, idx []int, cfg Config, firstUncleanable int64) [][]int {
 	var out [][]int
 	for len(idx) > 0 {
 		g := []int{idx[0]}
 		logSize := sizes[idx[0]]
-		ixSize := int64(len(segs[idx[0]].idx.entries)) * offsetIndexEntrySize
-		tixSize := int64(len(segs[idx[0]].tidx.entries)) * timeIndexEntrySize
+		ixSize := views[idx[0]].idxBytes
+		tixSize := views[idx[0]].tidxBytes
 		idx = idx[1:]
 		for len(idx) > 0 {
-			s := segs[idx[0]]
 			lastOff := firstUncleanable - 1
 			if len(idx) > 1 {
 				lastOff = segs[idx[1]].base - 1
 			}
-			ix := int64(len(s.idx.entries)) * offsetIndexEntrySize
-			tix := int64(len(s.tidx.entries)) * timeIndexEntrySize
+			ix := views[idx[0]].idxBytes
+			tix := views[idx[0]].tidxBytes
 			if logSize+sizes[idx[0]] > cfg.SegmentBytes || ixSize+ix > int64(cfg.SegmentIndexBytes) ||
 				tixSize+tix > int64(cfg.SegmentIndexBytes) ||
 				(sizes[idx[0]] > 0 && lastOff-segs[g[0]].base > math.MaxInt32) {
@@ -650,7 +659,7 @@ func groupSegments(segs []*segment, sizes []int64, idx []int, cfg Config, firstU
 func (r *cleanRound) cleanGroup(segs []*segment, sizes []int64, g []int, txns *cleanedTxns) error {
 	l := r.l
 	first := segs[g[0]]
-	cleaned, err := createSegmentSuffix(l.fs, l.dir, first.base, r.cfg, segs[g[len(g)-1]].createdMs, 0, cleanedSuffix)
+	cleaned, err := createSegmentSuffix(l.fs, l.dir, first.base, r.cfg, r.views[g[len(g)-1]].createdMs, 0, cleanedSuffix)
 	if err != nil {
 		return err
 	}
@@ -682,7 +691,7 @@ func (r *cleanRound) cleanGroup(segs []*segment, sizes []int64, g []int, txns *c
 	}
 	for k, i := range g {
 		s := segs[i]
-		upper := s.nextOffset
+		upper := r.views[i].next
 		if k+1 < len(g) {
 			upper = segs[g[k+1]].base
 		}
@@ -732,12 +741,12 @@ func (r *cleanRound) cleanGroup(segs []*segment, sizes []int64, g []int, txns *c
 	for k, i := range g {
 		old[k] = segs[i]
 	}
-	return l.replaceSegments(cleaned, old, &r.gen, fail)
+	return l.replaceSegments(cleaned, old, &r.gen)
 }
 
 // replaceSegments swaps cleaned in for old (LocalLog.replaceSegments), crash-safe:
 // see the comment at the top of this file.
-func (l *Log) replaceSegments(cleaned *segment, old []*segment, gen *int64, fail func(error) error) error {
+func (l *Log) replaceSegments(cleaned *segment, old []*segment, gen *int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -749,12 +758,17 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment, gen *int64, fail
 			break
 		}
 	}
+	abort := func() error {
+		cleaned.closeFiles()
+		_ = cleaned.removeFiles()
+		return errCleaningAborted
+	}
 	if l.mu.closed || l.offline.Load() || l.mu.structGen != *gen || start < 0 || start+len(old) >= len(l.mu.segments) {
-		return fail(errCleaningAborted)
+		return abort()
 	}
 	for k, s := range old {
 		if l.mu.segments[start+k] != s {
-			return fail(errCleaningAborted)
+			return abort()
 		}
 	}
 	base := cleaned.base

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -573,5 +574,84 @@ func TestLogDirOffline(t *testing.T) {
 	a2, _ := m2.Log(TopicPartition{"t", 0})
 	if got := readAll(t, a2, 0); len(got) != 2 {
 		t.Fatalf("after restart %d records", len(got))
+	}
+}
+
+// Cleaning runs alongside appends, reads, rolls and truncations: a cleaning the
+// log changed under gives up, and the latest value of every key is always there.
+func TestCompactionConcurrent(t *testing.T) {
+	clk := newClock()
+	cfg := compactCfg()
+	cfg.SegmentBytes = 4096
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	const keys = 20
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(2)
+	go func() { // cleaner
+		defer wg.Done()
+		om := newOffsetMap(1<<20, 0.9)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := l.cleanOnce(om, 4096, func(int) {}); err != nil && !errors.Is(err, errCleaningAborted) {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	go func() { // reader
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			from := l.LogStartOffset()
+			if b, err := l.ReadBatches(from, 1<<20, 1<<62, true); err == nil {
+				if _, err := DecodeRecords(b); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	latest := map[string]string{}
+	for i := range 3000 {
+		k, v := fmt.Sprintf("k%d", i%keys), fmt.Sprint(i)
+		mustAppend(t, l.Log, kv(clk.Ms(), k, v), 0)
+		latest[k] = v
+		if i%500 == 499 {
+			// a follower-style truncation of the last few records
+			leo := l.LogEndOffset()
+			if err := l.Truncate(leo - 3); err != nil {
+				t.Fatal(err)
+			}
+			for j := int64(3); j > 0; j-- {
+				k, v := fmt.Sprintf("k%d", (leo-j)%keys), fmt.Sprintf("re%d", leo-j)
+				mustAppend(t, l.Log, kv(clk.Ms(), k, v), 0)
+				latest[k] = v
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	cleanLog(t, l.Log)
+	got := map[string]string{}
+	for _, r := range readAll(t, l.Log, l.LogStartOffset()) {
+		got[string(r.Key)] = string(r.Value)
+	}
+	for k, v := range latest {
+		if got[k] != v {
+			t.Errorf("key %s: %q, want %q", k, got[k], v)
+		}
+	}
+	if n := len(readAll(t, l.Log, l.LogStartOffset())); n > 10*keys {
+		t.Errorf("%d records left for %d keys", n, keys)
 	}
 }
