@@ -94,11 +94,28 @@ func (c *Core) handleVote(m Message) {
 		resp.LeaderID = c.advertisedLeader()
 		c.send(resp)
 	}
-	if !c.isVoter || !c.isKnownVoter(m.From) {
+	// KafkaRaftClient.handleVoteRequest's order: argument ranges (a
+	// candidate bumped its epoch past its log's last epoch; a prospective
+	// did not), then validateVoterOnlyRequest (stale epoch, negative id),
+	// then membership (a static quorum's INCONSISTENT_VOTER_SET).
+	illegalEpoch := m.LastEpoch >= m.Epoch
+	if m.PreVote {
+		illegalEpoch = m.LastEpoch > m.Epoch
+	}
+	switch {
+	case m.LastOffset < 0 || m.LastEpoch < 0 || illegalEpoch:
+		reply(false, errInvalidRequest)
+		return
+	case m.Epoch < c.epoch:
+		reply(false, errFencedLeaderEpoch)
+		return
+	case m.From < 0:
+		reply(false, errInvalidRequest)
+		return
+	case !c.isVoter || !c.isKnownVoter(m.From):
 		reply(false, errInconsistentVoterSet)
 		return
-	}
-	if m.Epoch < c.epoch || (m.PreVote && m.Epoch == c.epoch) {
+	case m.PreVote && m.Epoch == c.epoch:
 		reply(false, errNone)
 		return
 	}

@@ -276,10 +276,8 @@ func (n *Node) fromKmsgRequest(req kmsg.Request) (Message, kmsg.Response, error)
 			return m, resp, nil
 		}
 		p := r.Topics[0].Partitions[0]
-		if p.CandidateEpoch < 0 || p.LastOffsetEpoch < 0 || p.LastOffset < 0 || p.LastOffsetEpoch > p.CandidateEpoch {
-			resp.ErrorCode = kerr.InvalidRequest.Code
-			return m, resp, nil
-		}
+		// Argument ranges are checked by the core (a partition-level
+		// INVALID_REQUEST, as Kafka answers).
 		m.Type, m.From, m.Epoch = MsgVote, p.CandidateID, p.CandidateEpoch
 		m.PreVote, m.LastEpoch, m.LastOffset = p.PreVote, p.LastOffsetEpoch, p.LastOffset
 	case *kmsg.BeginQuorumEpochRequest:
@@ -331,10 +329,8 @@ func (n *Node) fromKmsgRequest(req kmsg.Request) (Message, kmsg.Response, error)
 			return m, resp, nil
 		}
 		p := r.Topics[0].Partitions[0]
-		if r.MaxWaitMillis < 0 || p.FetchOffset < 0 || p.LastFetchedEpoch < 0 || p.LastFetchedEpoch > p.CurrentLeaderEpoch {
-			resp.ErrorCode = kerr.InvalidRequest.Code
-			return m, resp, nil
-		}
+		// Argument ranges are checked by the core (handleFetch: a
+		// partition-level INVALID_REQUEST, as Kafka answers).
 		m.Type, m.From = MsgFetch, r.ReplicaID
 		if r.Version >= 15 {
 			m.From = r.ReplicaState.ID

@@ -66,11 +66,13 @@ func TestHandleRequestValidation(t *testing.T) {
 		if fr, _ := fetch(bad); fr.ErrorCode != kerr.InvalidRequest.Code {
 			t.Errorf("topic id: %d", fr.ErrorCode)
 		}
-		if fr, _ := fetch(fetchReq(-1, 1, 0, 2, 0)); fr.ErrorCode != kerr.InvalidRequest.Code {
-			t.Errorf("last fetched epoch > epoch: %d", fr.ErrorCode)
+		// Argument ranges: a partition-level INVALID_REQUEST, as
+		// KafkaRaftClient.handleFetchRequest's buildEmptyFetchResponse.
+		if fr, p := fetch(fetchReq(-1, 1, 0, 2, 0)); fr.ErrorCode != 0 || p.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("last fetched epoch > epoch: top-level %d, partition %d", fr.ErrorCode, p.ErrorCode)
 		}
-		if fr, _ := fetch(fetchReq(-1, 1, -1, 0, 0)); fr.ErrorCode != kerr.InvalidRequest.Code {
-			t.Errorf("negative offset: %d", fr.ErrorCode)
+		if fr, p := fetch(fetchReq(-1, 1, -1, 0, 0)); fr.ErrorCode != 0 || p.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("negative offset: top-level %d, partition %d", fr.ErrorCode, p.ErrorCode)
 		}
 		if _, p := fetch(fetchReq(-1, 0, 0, 0, 0)); p.ErrorCode != kerr.FencedLeaderEpoch.Code ||
 			p.CurrentLeader.LeaderID != 1 || p.CurrentLeader.LeaderEpoch != 1 {
