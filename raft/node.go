@@ -55,6 +55,10 @@ type Config struct {
 	TickInterval time.Duration
 	Logger       *zap.Logger
 	Transport    Transport // needed with more than one voter
+	// DirectoryID is the meta.properties directory.id of MetadataLogDir,
+	// sent in Fetch (v17 ReplicaDirectoryId) so that a leader describes an
+	// observer with it, as KafkaRaftClient does.
+	DirectoryID [16]byte
 	// Log overrides the metadata log (tests); default: the log in the partition dir.
 	Log LogStore
 	// Snapshots: triggers, retention and segment settings (snapshot files
@@ -102,6 +106,7 @@ type Node struct {
 	nextIn   uint64
 	appends  []appendWaiter
 	lsn      []*listenerState
+	dirIDs   map[int32][16]byte // replica -> directory id from its last Fetch
 	inflight sync.WaitGroup
 	ownedTr  *ClientTransport // the default transport, closed by Close
 	ctx      context.Context  // cancelled by Close: in-flight requests
@@ -156,7 +161,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, errors.New("raft: no MetadataLogDir")
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With(zap.String("topic", "__cluster_metadata"), zap.Int32("partition", 0)),
-		waiters: map[uint64]chan Message{}, hw: -1, epochSt: -1,
+		waiters: map[uint64]chan Message{}, dirIDs: map[int32][16]byte{}, hw: -1, epochSt: -1,
 		le: LeaderAndEpoch{LeaderID: NoLeader}, stop: make(chan struct{}), done: make(chan struct{})}
 	for id := range cfg.Voters {
 		n.voters = append(n.voters, id)

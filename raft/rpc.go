@@ -116,6 +116,7 @@ func (n *Node) toKmsgRequest(m Message) kmsg.Request {
 		p.CurrentLeaderEpoch, p.FetchOffset, p.LastFetchedEpoch = m.Epoch, m.LastOffset, m.LastEpoch
 		p.LogStartOffset = -1
 		p.PartitionMaxBytes = maxFetchBytes
+		p.ReplicaDirectoryID = n.cfg.DirectoryID
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
@@ -237,6 +238,10 @@ func (n *Node) HandleRequest(ctx context.Context, req kmsg.Request) (kmsg.Respon
 	m.ID = n.nextIn
 	m.To = n.cfg.NodeID
 	n.waiters[m.ID] = ch
+	if fr, ok := req.(*kmsg.FetchRequest); ok && m.From >= 0 {
+		// validated by fromKmsgRequest: one topic, one partition
+		n.dirIDs[m.From] = fr.Topics[0].Partitions[0].ReplicaDirectoryID
+	}
 	n.fail(n.core.Tick(n.nowMs()))
 	n.fail(n.core.Step(m))
 	n.fail(n.processReadyLocked())
@@ -500,9 +505,15 @@ func (n *Node) describeQuorum(r *kmsg.DescribeQuorumRequest) kmsg.Response {
 		}
 		p.CurrentVoters = append(p.CurrentVoters, conv(v))
 	}
+	n.mu.Lock()
 	for _, o := range st.Observers {
-		p.Observers = append(p.Observers, conv(o))
+		x := conv(o)
+		// An observer is described with the directory id it fetches with
+		// (a static quorum's voters have none).
+		x.ReplicaDirectoryID = n.dirIDs[o.ReplicaID]
+		p.Observers = append(p.Observers, x)
 	}
+	n.mu.Unlock()
 	t.Partitions = append(t.Partitions, p)
 	resp.Topics = append(resp.Topics, t)
 	if r.Version >= 2 {
