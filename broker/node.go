@@ -115,6 +115,9 @@ func (n *Node) start(ctx context.Context) error {
 		FetchTimeout:    time.Duration(cfg.Int("controller.quorum.fetch.timeout.ms")) * time.Millisecond,
 		RequestTimeout:  time.Duration(cfg.Int("controller.quorum.request.timeout.ms")) * time.Millisecond,
 		Logger:          n.logger.Named("raft"),
+		// The metadata log dir's directory.id, sent in Fetch: a leader
+		// describes observers (brokers) with it.
+		DirectoryID: n.nc.DirectoryIDs[cfg.MetadataLogDir],
 		// Transport nil: the raft node owns (and closes) a ClientTransport
 		// to the voters' CONTROLLER endpoints.
 	})

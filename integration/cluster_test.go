@@ -75,7 +75,11 @@ func TestClusterSplitRoles(t *testing.T) {
 		if st["CurrentVoters"] != wantVoters {
 			t.Errorf("via broker %d: CurrentVoters\n %s\nwant\n %s", b.ID, st["CurrentVoters"], wantVoters)
 		}
-		if got, want := st["CurrentObservers"], `[{"id": 4}, {"id": 5}]`; got != want {
+		// Observers are described with the directory id they fetch with
+		// (meta.properties directory.id of their metadata log dir).
+		want := fmt.Sprintf(`[{"id": 4, "directoryId": "%s"}, {"id": 5, "directoryId": "%s"}]`,
+			b4.MetaProperties()["directory.id"], b5.MetaProperties()["directory.id"])
+		if got := st["CurrentObservers"]; got != want {
 			t.Errorf("via broker %d: CurrentObservers %q, want %q", b.ID, got, want)
 		}
 	}
@@ -89,6 +93,13 @@ func TestClusterSplitRoles(t *testing.T) {
 			t.Fatalf("describe --replication row %q: %d columns, want 7", l, len(f))
 		}
 		status[f[0]] = f[6]
+		wantDir := "AAAAAAAAAAAAAAAAAAAAAA" // static voters have none
+		if f[6] == "Observer" {
+			wantDir = c.Node(int32(mustAtoi64(t, "NodeId", f[0]))).MetaProperties()["directory.id"]
+		}
+		if f[1] != wantDir {
+			t.Errorf("describe --replication row %q: DirectoryId %s, want %s", l, f[1], wantDir)
+		}
 		if f[6] == "Leader" && f[0] != st["LeaderId"] {
 			t.Errorf("Leader row for node %s, LeaderId %s", f[0], st["LeaderId"])
 		}
