@@ -10,6 +10,8 @@ package broker
 //	            AllocateProducerIds v0, CreateTopics v2-7, DeleteTopics v1-6,
 //	            CreatePartitions v0-3, IncrementalAlterConfigs v0-1,
 //	            AlterConfigs v0-2, ListPartitionReassignments v0
+//	cluster:    DescribeCluster v0-2 (EndpointType 2: the voters, the raft
+//	            leader as ControllerID; 60_describe_cluster.go)
 //
 // Each request goes to the node's controllerHandler, which hands raft RPCs
 // to the raft node and the rest to the controller.

@@ -291,6 +291,8 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 	)
 	if _, isRaft := raft.ServedVersions[req.Key]; isRaft {
 		resp, err = n.raft.HandleRequest(ctx, req.Msg)
+	} else if r, ok := req.Msg.(*kmsg.DescribeClusterRequest); ok {
+		resp = describeControllers(r, n.nc.ClusterID, n.raft.LeaderAndEpoch().LeaderID, n.cfg.QuorumVoters)
 	} else {
 		resp, err = n.ctrl.Handle(ctx, req.Msg)
 	}

@@ -122,6 +122,29 @@ func TestClusterSplitRoles(t *testing.T) {
 		t.Errorf("describe --replication: %d voters are Followers, want 2: %v", followers, status)
 	}
 
+	// kafka-metadata-quorum.sh --bootstrap-controller (KIP-919): the admin
+	// client learns the controllers with DescribeCluster on a CONTROLLER
+	// listener and asks the active one; any controller will do.
+	for _, n := range []*ClusterNode{c.Node(1), c.Node(3)} {
+		r := MustKafkaTool(t, RunOpts{}, "kafka-metadata-quorum.sh", "--bootstrap-controller", n.CtrlAddr, "describe", "--status")
+		if !strings.Contains(r.Stdout, "CurrentVoters:          "+wantVoters) || !strings.Contains(r.Stdout, `"id": 4, "directoryId"`) ||
+			!strings.Contains(r.Stdout, "ClusterId:              "+c.ClusterID) {
+			t.Errorf("describe --status --bootstrap-controller %s:\n%s", n.CtrlAddr, r.Stdout)
+		}
+	}
+	cl0, err := dialController(c.Node(3).CtrlAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dreq := kmsg.NewPtrDescribeClusterRequest()
+	dreq.EndpointType = 1
+	if dresp, err := cl0.Request(ctxT(t, 5*time.Second), dreq); err != nil {
+		t.Errorf("DescribeCluster on CONTROLLER: %v", err)
+	} else if code := dresp.(*kmsg.DescribeClusterResponse).ErrorCode; code != kerr.MismatchedEndpointType.Code {
+		t.Errorf("DescribeCluster for brokers on a CONTROLLER listener: error %d, want MISMATCHED_ENDPOINT_TYPE", code)
+	}
+	cl0.Close()
+
 	// A controller-only node: ApiVersions on CONTROLLER lists the KRaft and
 	// controller APIs, not the client ones.
 	cl, err := dialController(c.Node(2).CtrlAddr)
