@@ -62,7 +62,7 @@ func TestStorageKillLoop(t *testing.T) {
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.RecordDeliveryTimeout(0), kgo.RecordRetries(1<<30), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-		kgo.MaxBufferedRecords(5000))
+		kgo.MaxBufferedRecords(5000), kgo.MetadataMinAge(100*time.Millisecond))
 	defer cl.Close()
 	value := strings.Repeat("v", 200)
 	go func() {
@@ -96,8 +96,21 @@ func TestStorageKillLoop(t *testing.T) {
 	cycles := killCycles()
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(1, 2))
+	ackedNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
 	for c := 0; c < cycles; c++ {
-		time.Sleep(time.Duration(150+rng.IntN(350)) * time.Millisecond)
+		// kill under load: once acknowledgements flow again, at a random moment
+		base := ackedNow()
+		waitFor(t, 60*time.Second, fmt.Sprintf("acknowledgements after restart %d", c), func() error {
+			if n := ackedNow(); n < base+200 {
+				return fmt.Errorf("%d acknowledged since the restart", n-base)
+			}
+			return nil
+		})
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		b.Kill()
 		t0 := time.Now()
 		b.Start()

@@ -192,8 +192,8 @@ func (s *segment) readLargestTimestamp() error {
 	s.maxTs, s.maxTsOffset = ts, off
 	_, pos := s.idx.lookup(off)
 	return s.scan(pos, s.size, func(h BatchHeader, _ int64) bool {
-		if h.MaxTimestamp > s.maxTs {
-			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
+		if h.indexTimestamp() > s.maxTs {
+			s.maxTs, s.maxTsOffset = h.indexTimestamp(), h.LastOffset()
 		}
 		return true
 	})
@@ -281,13 +281,13 @@ func (s *segment) appendBatches(data []byte, hdrs []BatchHeader, interval int32)
 	if s.size == 0 && len(hdrs) > 0 {
 		var maxTs int64 = NoTimestamp
 		for _, h := range hdrs {
-			maxTs = max(maxTs, h.MaxTimestamp)
+			maxTs = max(maxTs, h.indexTimestamp())
 		}
 		s.rollingBasedTs = maxTs
 	}
 	for _, h := range hdrs {
-		if h.MaxTimestamp > s.maxTs {
-			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
+		if h.indexTimestamp() > s.maxTs {
+			s.maxTs, s.maxTsOffset = h.indexTimestamp(), h.LastOffset()
 		}
 		if s.bytesSinceIndex > int64(interval) && !s.idx.isFull() && !s.tidx.isFull() {
 			if err := s.idx.append(h.LastOffset(), pos); err != nil {
@@ -336,8 +336,8 @@ func (s *segment) recover(interval int32, onBatch func(h BatchHeader)) (int64, e
 		if checkBatch(h, raw) != nil {
 			return false
 		}
-		if h.MaxTimestamp > s.maxTs {
-			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
+		if h.indexTimestamp() > s.maxTs {
+			s.maxTs, s.maxTsOffset = h.indexTimestamp(), h.LastOffset()
 		}
 		if valid-lastIndexEntry > int64(interval) && !s.idx.isFull() {
 			if s.idx.append(h.LastOffset(), valid) != nil {
