@@ -409,3 +409,40 @@ func TestFollowerSessionIncremental(t *testing.T) {
 		t.Fatalf("request after a session error: %+v", req)
 	}
 }
+
+// num.replica.fetchers spreads one leader's partitions over several
+// fetchers; idle fetchers stop when their partitions go.
+func TestReplicationNumFetchers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testReplicationConfig()
+		cfg.NumFetchers = 3
+		c := newCluster(t, 2, cfg)
+		var names []string
+		for i := range 8 {
+			name := "n" + string(rune('a'+i))
+			names = append(names, name)
+			c.createTopic(name, []int32{1, 2}, 1, nil, nil)
+		}
+		fm := c.node(2).rm.repl.Load().fetchers
+		if n := fm.numFetchers(); n < 2 || n > 3 {
+			t.Fatalf("%d fetchers for 8 partitions and num.replica.fetchers=3", n)
+		}
+		for _, name := range names {
+			if res := <-c.produceAsync(1, name, -1, batch(1, name)); res.ErrorCode != 0 {
+				t.Fatalf("produce %s: %v", name, kerr.ErrorForCode(res.ErrorCode))
+			}
+		}
+		for _, name := range names {
+			if got := c.logValues(2, name); len(got) != 1 {
+				t.Fatalf("%s on node 2: %v", name, got)
+			}
+		}
+		for _, name := range names {
+			c.elect(name, 2, nil)
+		}
+		synctest.Wait()
+		if n := fm.numFetchers(); n != 0 {
+			t.Fatalf("%d fetchers left on the new leader", n)
+		}
+	})
+}
