@@ -38,6 +38,9 @@ func readCheckpoint(fs vfs.FS, name string, version int, fields int) ([][]string
 		}
 		return nil, err
 	}
+	if len(data) == 0 {
+		return nil, nil // Kafka creates an empty file before its first write (CheckpointFile)
+	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) < 2 {
 		return nil, fmt.Errorf("%w %s: missing header", errBadCheckpoint, name)

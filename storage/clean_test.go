@@ -655,3 +655,15 @@ func TestCompactionConcurrent(t *testing.T) {
 		t.Errorf("%d records left for %d keys", n, keys)
 	}
 }
+
+// Kafka creates cleaner-offset-checkpoint empty before its first write.
+func TestEmptyCheckpointFile(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.MkdirAll("/d", 0o755)
+	f, _ := fs.Create("/d/" + CleanerCheckpointFile)
+	f.Close()
+	m, err := readOffsetCheckpoint(fs, "/d/"+CleanerCheckpointFile)
+	if err != nil || len(m) != 0 {
+		t.Fatalf("%v %v", m, err)
+	}
+}
