@@ -213,12 +213,16 @@ func (s *segment) scan(pos, end int64, fn func(h BatchHeader, pos int64) bool) e
 	defer windowPool.Put(wb)
 	window := (*wb)[:0]
 	var wpos int64 // file position of window[0]
+	big := false   // the last batch did not fit half a window: read headers alone
 	for pos < end {
 		if end-pos < BatchHeaderSize {
 			return errTorn
 		}
 		if pos < wpos || pos+BatchHeaderSize > wpos+int64(len(window)) {
 			n := min(int64(cap(window)), end-pos)
+			if big {
+				n = BatchHeaderSize
+			}
 			window = window[:n]
 			m, err := s.log.ReadAt(window, pos)
 			if err != nil && !(err == io.EOF && int64(m) >= BatchHeaderSize) {
@@ -241,6 +245,7 @@ func (s *segment) scan(pos, end int64, fn func(h BatchHeader, pos int64) bool) e
 			return nil
 		}
 		pos += h.Size()
+		big = h.Size() > int64(cap(window))/2
 	}
 	return nil
 }

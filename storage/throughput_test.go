@@ -165,6 +165,7 @@ func TestThroughputReport(t *testing.T) {
 		} {
 			i++
 			dir := filepath.Join(root, fmt.Sprintf("t-%d", i))
+			os.RemoveAll(dir)
 			a, l := appendThroughput(t, dir, rs, total/c.div, c.flush, c.appenders)
 			r := readThroughput(t, l)
 			l.Close()
@@ -176,6 +177,7 @@ func TestThroughputReport(t *testing.T) {
 	// recovery: the whole log is an unflushed tail (recovery point 0, no clean
 	// shutdown marker), read from a cold cache
 	dir := filepath.Join(root, "recovery")
+	os.RemoveAll(dir)
 	_, l := appendThroughput(t, dir, 1024, total, math.MaxInt64, 1)
 	size := l.Size()
 	l.Close()
