@@ -22,7 +22,10 @@
 // segment that FileRegion.WriteTo sends with sendfile(2).
 //
 // Errors a Kafka client should see are franz-go kerr values (errors.Is); anything else
-// is an I/O error and means the log dir is in trouble.
+// is an I/O error and means the log dir is in trouble: a log the Manager opened then
+// goes offline with its whole log dir (logdir.go, KIP-112) and answers
+// kerr.KafkaStorageError. The Manager also runs the log cleaner threads that compact
+// logs with cleanup.policy=compact (cleaner.go, clean.go).
 //
 // Lock order: Manager.mu, then Log.flushMu, then Log.mu. Log.mu guards every field
 // under it (segments, offsets, epoch cache, producer state); fsync runs holding only
@@ -125,6 +128,12 @@
 //	2                 entry count
 //	orders 0 1500     <topic> <partition> <offset>
 //	orders 1 1432
+//
+// cleaner-offset-checkpoint (LogCleanerManager.java), same format: each compacted
+// log's first dirty offset. <base>.log.cleaned / .index.cleaned / .timeindex.cleaned /
+// .txnindex.cleaned are a segment the log cleaner is writing, renamed to .swap and
+// then to the final names when it is swapped in (clean.go: the crash-safe swap and
+// its completion on open).
 //
 // .kafka_cleanshutdown (CleanShutdownFileHandler.java), written last by
 // Manager.Close and removed at startup. Kafka serializes a HashMap<String,String>
