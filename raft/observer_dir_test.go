@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,6 +19,7 @@ func TestObserverDirectoryID(t *testing.T) {
 		ctx := context.Background()
 		cfg := singleVoterConfig(vfs.NewMem(), "/meta")
 		cfg.DirectoryID = [16]byte{1, 2, 3}
+		cfg.TickInterval = time.Second // few ticks while 5 minutes pass
 		n, err := NewNode(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -48,6 +50,18 @@ func TestObserverDirectoryID(t *testing.T) {
 			if v.ReplicaDirectoryID != ([16]byte{}) {
 				t.Errorf("static voter %d described with directory id %x", v.ReplicaID, v.ReplicaDirectoryID)
 			}
+		}
+
+		// An observer silent for 5 minutes is no longer described
+		// (LeaderState.clearInactiveObservers).
+		time.Sleep(observerSessionTimeoutMs*time.Millisecond + time.Second)
+		resp, err = n.HandleRequest(ctx, &kmsg.DescribeQuorumRequest{Version: 2, Topics: []kmsg.DescribeQuorumRequestTopic{{
+			Topic: MetadataTopic, Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obs := resp.(*kmsg.DescribeQuorumResponse).Topics[0].Partitions[0].Observers; len(obs) != 0 {
+			t.Errorf("observers after 5 minutes without a fetch: %+v", obs)
 		}
 	})
 }

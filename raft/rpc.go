@@ -463,6 +463,10 @@ func (n *Node) addVoteEndpoints(resp *kmsg.VoteResponse, leader int32) {
 	}
 }
 
+// observerSessionTimeoutMs: an observer that has not fetched for this long
+// is no longer described (LeaderState.OBSERVER_SESSION_TIMEOUT_MS).
+const observerSessionTimeoutMs = 300_000
+
 // describeQuorum answers DescribeQuorum (v0-2) from the leader's view.
 func (n *Node) describeQuorum(r *kmsg.DescribeQuorumRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
@@ -507,6 +511,9 @@ func (n *Node) describeQuorum(r *kmsg.DescribeQuorumRequest) kmsg.Response {
 	}
 	n.mu.Lock()
 	for _, o := range st.Observers {
+		if now-o.LastFetchTimestamp > observerSessionTimeoutMs {
+			continue // gone: LeaderState.clearInactiveObservers
+		}
 		x := conv(o)
 		// An observer is described with the directory id it fetches with
 		// (a static quorum's voters have none).
