@@ -460,7 +460,7 @@ func (l *Log) cleanableLocked(nowMs int64) cleanableInfo {
 		}
 	}
 	for _, s := range segs[first:] {
-		if s.base >= fu {
+		if s.base >= fu || fu <= fd {
 			break
 		}
 		ci.dirtyBytes += s.size

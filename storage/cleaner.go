@@ -199,6 +199,9 @@ func (m *Manager) Clean() (bool, error) {
 		_ = l.ioErr(err)
 		return false, err
 	}
+	if stats.Groups == 0 {
+		return false, nil // nothing cleanable after all: back off
+	}
 	m.logger.Info("cleaned log", zap.String("topic", best.tp.Topic), zap.Int32("partition", best.tp.Partition),
 		zap.Float64("dirtyRatio", best.inf.ratio), zap.Stringer("stats", stats))
 	return true, m.checkpointCleaner(best.ml.dir)
