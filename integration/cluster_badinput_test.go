@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -345,6 +346,45 @@ func TestClusterControllerBadInput(t *testing.T) {
 			if !strings.Contains(r.Stdout, "it-after-bad-0") {
 				t.Errorf("controller %d's metadata log has no TopicRecord for it-after-bad-0", n.ID)
 			}
+		}
+	}
+}
+
+// TestClusterRoleConfigErrors: a broker-only or controller-only node with a
+// config Kafka refuses exits non-zero at once, with Kafka's message.
+func TestClusterRoleConfigErrors(t *testing.T) {
+	t.Parallel()
+	const voters = "controller.quorum.voters=1@127.0.0.1:19193\n"
+	const common = "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+	cases := []struct{ name, props, want string }{
+		{"broker serving the CONTROLLER listener",
+			"process.roles=broker\nnode.id=4\n" + voters + common + "controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:19192,CONTROLLER://127.0.0.1:19193\n",
+			"controller.listener.names must not contain a value appearing in the 'listeners' configuration when running KRaft with just the broker role"},
+		{"controller with a client listener",
+			"process.roles=controller\nnode.id=1\n" + voters + common + "controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://127.0.0.1:19193,PLAINTEXT://127.0.0.1:19192\n",
+			"The listeners config must only contain KRaft controller listeners from controller.listener.names when process.roles=controller"},
+		{"controller not among the voters",
+			"process.roles=controller\nnode.id=2\n" + voters + common + "controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://127.0.0.1:19194\n",
+			"If process.roles contains the 'controller' role, the node id 2 must be included in the set of voters"},
+		{"broker among the voters",
+			"process.roles=broker\nnode.id=1\n" + voters + common + "controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:19192\n",
+			"If process.roles contains just the 'broker' role, the node id 1 must not be included in the set of voters"},
+		{"controller without controller.listener.names",
+			"process.roles=controller\nnode.id=1\n" + voters + common + "listeners=CONTROLLER://127.0.0.1:19193\n",
+			"Missing required configuration"}, // the key is quoted (JSON-escaped in the log)
+		{"controller whose controller listener is not in listeners",
+			"process.roles=controller\nnode.id=1\n" + voters + common + "controller.listener.names=CTRL\nlisteners=CONTROLLER://127.0.0.1:19193\n",
+			"controller.listener.names must only contain values appearing in the 'listeners' configuration when running the KRaft controller role"},
+	}
+	for _, k := range cases {
+		dir := t.TempDir()
+		props := filepath.Join(dir, "server.properties")
+		if err := os.WriteFile(props, []byte(k.props+"log.dirs="+filepath.Join(dir, "data")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := RunCommand(t, RunOpts{Timeout: 20 * time.Second, Dir: dir, Hermetic: true}, brokerBin, props)
+		if r.ExitCode == 0 || r.TimedOut || !strings.Contains(r.Stdout+r.Stderr, k.want) {
+			t.Errorf("%s: want a non-zero exit saying %q:\n%s", k.name, k.want, r)
 		}
 	}
 }
