@@ -424,8 +424,10 @@ type cleanableInfo struct {
 	needNow                      bool // max.compaction.lag.ms passed
 }
 
-// cleanable computes the dirty section. l.mu must be held (shared).
-func (l *Log) cleanableLocked(nowMs int64) cleanableInfo {
+// cleanableLocked computes the dirty section; bound >= 0 is a further upper bound
+// (the high watermark: UnifiedLog.lastStableOffset is below it). l.mu must be held
+// (shared).
+func (l *Log) cleanableLocked(nowMs, bound int64) cleanableInfo {
 	segs := l.mu.segments
 	cfg := l.mu.cfg
 	fd := l.mu.firstDirty
@@ -435,6 +437,9 @@ func (l *Log) cleanableLocked(nowMs int64) cleanableInfo {
 	fu := l.active().base
 	if fuo := l.mu.producers.firstUnstableOffset(); fuo >= 0 {
 		fu = min(fu, fuo)
+	}
+	if bound >= 0 {
+		fu = min(fu, bound)
 	}
 	fu = max(fu, fd)
 	first := l.segmentFor(fd)
@@ -479,14 +484,14 @@ func (l *Log) cleanableLocked(nowMs int64) cleanableInfo {
 
 // cleanOnce cleans the log once (Cleaner.doClean). It returns errCleaningAborted
 // when the log changed meanwhile.
-func (l *Log) cleanOnce(om *offsetMap, ioBuf int, throttle func(int)) (CleanerStats, error) {
+func (l *Log) cleanOnce(om *offsetMap, ioBuf int, throttle func(int), bound int64) (CleanerStats, error) {
 	nowMs := l.nowMs()
 	l.mu.RLock()
 	if l.mu.closed || l.offline.Load() {
 		l.mu.RUnlock()
 		return CleanerStats{}, errCleaningAborted
 	}
-	ci := l.cleanableLocked(nowMs)
+	ci := l.cleanableLocked(nowMs, bound)
 	r := &cleanRound{l: l, cfg: l.mu.cfg, now: nowMs, om: om, upper: ci.firstUncleanable,
 		gen: l.mu.structGen, throttle: throttle, ioBuf: max(ioBuf, 1<<10), producers: map[int64]lastRecord{}}
 	for pid, e := range l.mu.producers.entries {

@@ -36,7 +36,7 @@ func kv(ts int64, pairs ...string) []byte {
 
 func cleanLog(t *testing.T, l *Log) CleanerStats {
 	t.Helper()
-	st, err := l.cleanOnce(newOffsetMap(1<<20, 0.9), 4096, func(int) {})
+	st, err := l.cleanOnce(newOffsetMap(1<<20, 0.9), 4096, func(int) {}, -1)
 	if err != nil {
 		t.Fatalf("clean: %v", err)
 	}
@@ -283,7 +283,7 @@ func TestCompactionLagsAndRatio(t *testing.T) {
 	}
 	// ratio: half of the log dirty
 	l.mu.RLock()
-	ci := l.cleanableLocked(clk.Ms())
+	ci := l.cleanableLocked(clk.Ms(), -1)
 	l.mu.RUnlock()
 	if ci.dirtyBytes != 0 || ci.ratio != 0 {
 		t.Fatalf("nothing is dirty: %+v", ci)
@@ -304,7 +304,7 @@ func TestCompactionOffsetMapFull(t *testing.T) {
 	mustAppend(t, l.Log, kv(ts, "z", "z"), 0)
 	// room for 4 keys: the map stops inside the first segment, the rest stays dirty
 	om := newOffsetMap(4*24, 1)
-	st, err := l.cleanOnce(om, 4096, func(int) {})
+	st, err := l.cleanOnce(om, 4096, func(int) {}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestCompactionOffsetMapFull(t *testing.T) {
 		t.Fatalf("end %d, first dirty %d", st.EndOffset, l.FirstDirtyOffset())
 	}
 	for l.FirstDirtyOffset() < 20 {
-		if _, err := l.cleanOnce(om, 4096, func(int) {}); err != nil {
+		if _, err := l.cleanOnce(om, 4096, func(int) {}, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -402,7 +402,7 @@ func TestCleanSwapCrashAtEveryStep(t *testing.T) {
 			}
 			return vfs.Fault{}
 		})
-		_, err := l.cleanOnce(newOffsetMap(1<<20, 0.9), 4096, func(int) {})
+		_, err := l.cleanOnce(newOffsetMap(1<<20, 0.9), 4096, func(int) {}, -1)
 		sw.Set(nil)
 		if !failed {
 			if err != nil {
@@ -598,7 +598,7 @@ func TestCompactionConcurrent(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := l.cleanOnce(om, 4096, func(int) {}); err != nil && !errors.Is(err, errCleaningAborted) {
+			if _, err := l.cleanOnce(om, 4096, func(int) {}, -1); err != nil && !errors.Is(err, errCleaningAborted) {
 				t.Error(err)
 				return
 			}
@@ -665,5 +665,36 @@ func TestEmptyCheckpointFile(t *testing.T) {
 	m, err := readOffsetCheckpoint(fs, "/d/"+CleanerCheckpointFile)
 	if err != nil || len(m) != 0 {
 		t.Fatalf("%v %v", m, err)
+	}
+}
+
+// The cleaner stays below the high watermark the Manager is told about.
+func TestCleanerHighWatermarkBound(t *testing.T) {
+	fs := vfs.NewMem()
+	clk := newClock()
+	hw := int64(3)
+	m, err := OpenManager(ManagerOptions{FS: fs, LogDirs: []string{"/d1"}, Now: clk.Now,
+		HighWatermark: func(TopicPartition) int64 { return hw }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ := m.GetOrCreateLog(TopicPartition{"c", 0}, [16]byte{1}, compactCfg())
+	for i := range 6 {
+		mustAppend(t, l, kv(clk.Ms(), "k", fmt.Sprint(i)), 0)
+		if i == 2 {
+			l.Roll()
+		}
+	}
+	l.Roll()
+	mustAppend(t, l, kv(clk.Ms(), "k", "active"), 0)
+	if ok, err := m.Clean(); !ok || err != nil {
+		t.Fatalf("clean %v %v", ok, err)
+	}
+	if got := l.FirstDirtyOffset(); got != 3 {
+		t.Fatalf("first dirty %d, want the high watermark 3", got)
+	}
+	if got := dump(t, l); got != "2:k=2 3:k=3 4:k=4 5:k=5 6:k=active" {
+		t.Fatalf("got %s", got)
 	}
 }

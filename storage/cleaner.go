@@ -135,7 +135,7 @@ func (l *Log) FirstDirtyOffset() int64 {
 func (l *Log) CleanableRatio() float64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.cleanableLocked(l.nowMs()).ratio
+	return l.cleanableLocked(l.nowMs(), -1).ratio
 }
 
 // Clean cleans the filthiest compacted log once, on the calling goroutine
@@ -152,7 +152,7 @@ func (m *Manager) Clean() (bool, error) {
 		ml  *managedLog
 		inf cleanableInfo
 	}
-	var best *cand
+	var best *cand // its bound is recomputed when cleaning
 	now := m.o.Now().UnixMilli()
 	m.cleaner.mu.Lock()
 	for tp, ml := range m.mu.logs {
@@ -164,7 +164,11 @@ func (m *Manager) Clean() (bool, error) {
 			ml.log.mu.RUnlock()
 			continue
 		}
-		inf := ml.log.cleanableLocked(now)
+		bound := int64(-1)
+		if m.o.HighWatermark != nil {
+			bound = m.o.HighWatermark(tp)
+		}
+		inf := ml.log.cleanableLocked(now, bound)
 		minRatio := ml.log.mu.cfg.MinCleanableDirtyRatio
 		ml.log.mu.RUnlock()
 		if !(inf.needNow && inf.dirtyBytes > 0) && !(inf.ratio > minRatio) {
@@ -190,7 +194,11 @@ func (m *Manager) Clean() (bool, error) {
 	om := <-m.cleaner.maps
 	defer func() { m.cleaner.maps <- om }()
 	l := best.ml.log
-	stats, err := l.cleanOnce(om, m.o.Cleaner.IOBufferSize, m.cleaner.throttle.take)
+	bound := int64(-1)
+	if m.o.HighWatermark != nil {
+		bound = m.o.HighWatermark(best.tp)
+	}
+	stats, err := l.cleanOnce(om, m.o.Cleaner.IOBufferSize, m.cleaner.throttle.take, bound)
 	if errors.Is(err, errCleaningAborted) {
 		m.logger.Info("log cleaning aborted", zap.Stringer("partition", best.tp))
 		return false, nil

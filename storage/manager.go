@@ -49,6 +49,10 @@ type ManagerOptions struct {
 	RecoveryThreadsPerDataDir int   // num.recovery.threads.per.data.dir, 2
 	// Cleaner configures the log cleaner (log.cleaner.*).
 	Cleaner CleanerOptions
+	// HighWatermark, when set, gives a partition's high watermark (-1 unknown): the
+	// cleaner never cleans at or above it (Kafka bounds cleaning by the last stable
+	// offset, which is below the high watermark).
+	HighWatermark func(tp TopicPartition) int64
 	// OnDirFailure is called (from its own goroutine) when a log dir goes offline
 	// after an I/O error (KIP-112), e.g. to report OfflineLogDirs in heartbeats.
 	OnDirFailure func(dir string)
