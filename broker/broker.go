@@ -74,3 +74,11 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) (protocol.Re
 	}
 	return e.handle(ctx, b, req)
 }
+
+// ReusesFrame implements protocol.FrameReuser: a Produce request is done with
+// once its handler returned and its response was written (the log copies the
+// records into the segment with pwrite; acks=all waits inside the handler;
+// nothing keeps the topic names or the client id), so the server reuses its
+// buffer. Other keys keep allocating: their handlers may keep strings that
+// alias the frame (group and session state, for instance).
+func (b *Broker) ReusesFrame(key int16) bool { return key == 0 }

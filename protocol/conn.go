@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -48,6 +49,8 @@ type conn struct {
 	shutdown     atomic.Bool // set by Server.Shutdown
 	shutdownSeen bool        // readLoop only: the shutdown deadline fired mid-frame
 	nonblocking  bool        // readLoop only: connReader reads without waiting
+	reuser       FrameReuser // the Handler, if it lets frames be reused
+	pooled       *[]byte     // readLoop only: the pooled buffer of the frame just read
 }
 
 // item is one queued request, or the reason to close the connection.
@@ -60,11 +63,15 @@ type item struct {
 	err error
 	// size is the frame's length, counted against MaxQueuedBytes.
 	size int64
+	// frame is the pooled buffer req was decoded from, or nil.
+	frame *[]byte
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.baseCtx)
+	reuser, _ := s.Handler.(FrameReuser)
 	return &conn{
+		reuser:     reuser,
 		srv:        s,
 		nc:         nc,
 		log:        s.logger().With(zap.String("listener", s.ListenerName), zap.Stringer("remote", nc.RemoteAddr())),
@@ -160,7 +167,48 @@ func (c *conn) readFrame() ([]byte, error) {
 	if !c.reserve(int64(size)) {
 		return nil, net.ErrClosed
 	}
+	if c.reuser != nil && size <= firstFrameChunk {
+		// The same single allocation readSized would make, from a pool.
+		bp := getFrame(int(size))
+		if err := c.readFull(*bp); err != nil {
+			putFrame(bp)
+			return nil, err
+		}
+		c.pooled = bp
+		return *bp, nil
+	}
 	return readSized(c.readFull, int(size))
+}
+
+// Frame buffers for FrameReuser handlers, by power-of-two capacity class
+// from minPooledFrame up to firstFrameChunk.
+const (
+	minPooledFrameShift = 12 // 4 KiB
+	maxPooledFrameShift = 20 // firstFrameChunk
+)
+
+var framePools [maxPooledFrameShift - minPooledFrameShift + 1]sync.Pool
+
+func frameClass(size int) int {
+	return max(bits.Len(uint(size-1)), minPooledFrameShift) - minPooledFrameShift
+}
+
+// getFrame returns a buffer of length size (at most firstFrameChunk).
+func getFrame(size int) *[]byte {
+	c := frameClass(size)
+	if bp, ok := framePools[c].Get().(*[]byte); ok {
+		*bp = (*bp)[:size]
+		return bp
+	}
+	b := make([]byte, size, 1<<(c+minPooledFrameShift))
+	return &b
+}
+
+func putFrame(bp *[]byte) {
+	c := frameClass(cap(*bp))
+	if c < len(framePools) && cap(*bp) == 1<<(c+minPooledFrameShift) {
+		framePools[c].Put(bp)
+	}
 }
 
 // readSized reads size bytes with readFull into a buffer that starts at
@@ -275,11 +323,17 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		pooled := c.pooled
+		c.pooled = nil
 		req, err := c.decode(frame)
 		size := int64(len(frame))
 		switch {
 		case err == nil:
-			if !c.push(&item{req: req, size: size}) {
+			it := &item{req: req, size: size}
+			if pooled != nil && c.reuser.ReusesFrame(req.Key) {
+				it.frame = pooled
+			}
+			if !c.push(it) {
 				return
 			}
 		case req != nil && req.Key == apiKeyApiVersions && req.Msg == nil && errors.Is(err, ErrUnsupportedVersion):
@@ -354,6 +408,12 @@ func (c *conn) serveLoop() {
 			return
 		}
 		ok := c.handle(it)
+		if it.frame != nil {
+			// The handler and the response writer are done with
+			// the request: nothing refers to the frame any more.
+			putFrame(it.frame)
+			it.frame, it.req = nil, nil
+		}
 		c.release(it.size)
 		if !ok {
 			return

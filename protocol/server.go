@@ -78,6 +78,15 @@ type Handler interface {
 	Handle(ctx context.Context, req *Request) (Response, error)
 }
 
+// FrameReuser is implemented by a Handler that keeps no reference into a
+// request of some keys once Handle returned (the decoded Msg aliases the
+// frame): the server then reuses those frames' buffers for later requests
+// instead of allocating one per request. Only frames of at most 1 MiB are
+// reused.
+type FrameReuser interface {
+	ReusesFrame(key int16) bool
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, req *Request) (Response, error)
 
