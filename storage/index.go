@@ -29,6 +29,9 @@ type offsetIndex struct {
 	base       int64
 	maxEntries int
 	entries    []offsetEntry
+	// scratch encodes the entry append writes: a local array would escape
+	// to the heap through the vfs.File interface on every append.
+	scratch [offsetIndexEntrySize]byte
 }
 
 type timeEntry struct {
@@ -41,6 +44,7 @@ type timeIndex struct {
 	base       int64
 	maxEntries int
 	entries    []timeEntry
+	scratch    [timeIndexEntrySize]byte // as offsetIndex.scratch
 }
 
 // loadOffsetIndex reads the entries of an existing index. The file's length is rounded
@@ -100,7 +104,7 @@ func (ix *offsetIndex) append(off int64, pos int64) error {
 	if ix.isFull() {
 		return fmt.Errorf("attempt to append to a full index (%d entries)", len(ix.entries))
 	}
-	var b [offsetIndexEntrySize]byte
+	b := &ix.scratch
 	binary.BigEndian.PutUint32(b[:], uint32(rel))
 	binary.BigEndian.PutUint32(b[4:], uint32(pos))
 	if _, err := ix.f.WriteAt(b[:], int64(len(ix.entries))*offsetIndexEntrySize); err != nil {
@@ -210,7 +214,7 @@ func (ix *timeIndex) maybeAppend(ts, off int64, skipFullCheck bool) error {
 	if len(ix.entries) >= ix.maxEntries {
 		return nil // no room at all (a one-entry index)
 	}
-	var b [timeIndexEntrySize]byte
+	b := &ix.scratch
 	binary.BigEndian.PutUint64(b[:], uint64(ts))
 	binary.BigEndian.PutUint32(b[8:], uint32(off-ix.base))
 	if _, err := ix.f.WriteAt(b[:], int64(len(ix.entries))*timeIndexEntrySize); err != nil {
