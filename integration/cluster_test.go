@@ -272,6 +272,30 @@ func TestClusterSplitRoles(t *testing.T) {
 	if len(got) != len(recs) {
 		t.Errorf("after broker 5 returned: consumed %d records, want %d", len(got), len(recs))
 	}
+
+	// SIGTERM: a broker-only node shuts down in a controlled way (the
+	// controller fences it at once, no session timeout) and exits 0.
+	stopped := time.Now()
+	if code := b5.Stop(0); code != 0 {
+		t.Fatalf("broker 5 exited %d after SIGTERM, want 0", code)
+	}
+	exitAfter := time.Since(stopped)
+	waitFor(t, 10*time.Second, "broker 5's partitions to go offline after its controlled shutdown", func() error {
+		md, err := metadataFrom(b4.Addr, topic)
+		if err != nil {
+			return err
+		}
+		for _, pd := range md.Topics[0].Partitions {
+			if leaders[pd.Partition] == 5 && pd.Leader != -1 {
+				return fmt.Errorf("partition %d: leader %d", pd.Partition, pd.Leader)
+			}
+		}
+		return nil
+	})
+	t.Logf("broker 5: SIGTERM to exit %v, partitions offline %v after SIGTERM", exitAfter.Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
+	if time.Since(stopped) > 2500*time.Millisecond {
+		t.Errorf("controlled shutdown took %v to take broker 5's partitions offline: the controller should fence it at once, not after broker.session.timeout.ms", time.Since(stopped))
+	}
 }
 
 func firstLedBy(leaders []int32, id int32) int {
