@@ -409,6 +409,7 @@ func TestCleanSwapCrashAtEveryStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.Close()
+			t.Logf("a failure and crash at each of the %d file operations of the cleaning reopened to the log before or after it", n-1)
 			break
 		}
 		if err == nil {
