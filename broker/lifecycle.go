@@ -36,6 +36,9 @@ type lifecycle struct {
 	// offset is its broker epoch), so it is unfenced without waiting a whole
 	// heartbeat interval.
 	waitMetadata func(ctx context.Context, offset int64) error
+	// offlineDirs, when set, lists the directory ids of failed log dirs
+	// (KIP-112), sent in every heartbeat.
+	offlineDirs func() [][16]byte
 
 	unfencedOnce sync.Once
 	unfenced     chan struct{}
@@ -132,6 +135,9 @@ func (l *lifecycle) heartbeatLoop(ctx context.Context) bool {
 		req.WantShutdown = l.mu.shutdown
 		l.mu.Unlock()
 		req.CurrentMetadataOffset = l.metadataOffset()
+		if l.offlineDirs != nil {
+			req.OfflineLogDirs = l.offlineDirs()
+		}
 
 		hctx, cancel := context.WithTimeout(ctx, l.interval*3)
 		kresp, err := l.channel.Request(hctx, req)
@@ -185,6 +191,11 @@ func (l *lifecycle) beginShutdown() {
 	l.mu.Lock()
 	l.mu.shutdown = true
 	l.mu.Unlock()
+	l.poke()
+}
+
+// poke sends the next heartbeat now.
+func (l *lifecycle) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:

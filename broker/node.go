@@ -150,6 +150,33 @@ func (n *Node) start(ctx context.Context) error {
 			LogStartCheckpointMs:      int64(cfg.Int("log.flush.start.offset.checkpoint.interval.ms")),
 			RetentionCheckIntervalMs:  cfg.Long("log.retention.check.interval.ms"),
 			RecoveryThreadsPerDataDir: int(cfg.Int("num.recovery.threads.per.data.dir")),
+			Cleaner: storage.CleanerOptions{
+				Disabled:            !cfg.Bool("log.cleaner.enable") || cfg.Int("log.cleaner.threads") == 0,
+				Threads:             int(cfg.Int("log.cleaner.threads")),
+				DedupeBufferSize:    cfg.Long("log.cleaner.dedupe.buffer.size"),
+				IOBufferSize:        int(cfg.Int("log.cleaner.io.buffer.size")),
+				IOMaxBytesPerSecond: cfg.Double("log.cleaner.io.max.bytes.per.second"),
+				LoadFactor:          cfg.Double("log.cleaner.io.buffer.load.factor"),
+				BackoffMs:           cfg.Long("log.cleaner.backoff.ms"),
+			},
+			// The cleaner never compacts at or above the high watermark.
+			HighWatermark: func(tp storage.TopicPartition) int64 {
+				if n.replicas == nil {
+					return -1
+				}
+				if p, ok := n.replicas.Partition(tp.Topic, tp.Partition); ok {
+					return p.HighWatermark()
+				}
+				return -1
+			},
+			// KIP-112: a failed log dir is reported to the controller in
+			// the next heartbeat's OfflineLogDirs.
+			OnDirFailure: func(dir string) {
+				n.logger.Error("log directory failed and is offline", zap.String("dir", dir))
+				if n.lifecycle != nil {
+					n.lifecycle.poke()
+				}
+			},
 		})
 		if err != nil {
 			return fmt.Errorf("opening log dirs: %w", err)
@@ -225,6 +252,15 @@ func (n *Node) start(ctx context.Context) error {
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
 	n.lifecycle.waitMetadata = n.cache.WaitForOffset
+	n.lifecycle.offlineDirs = func() [][16]byte {
+		var ids [][16]byte
+		for _, dir := range n.logs.OfflineDirs() {
+			if id, ok := n.nc.DirectoryIDs[dir]; ok {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
 	// Replication between brokers (replication/fetcher_manager.go): replica
 	// fetchers on inter.broker.listener.name, ISR changes through the
 	// controller channel (Config.Controller), the HW checkpoint.
