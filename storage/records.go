@@ -149,13 +149,15 @@ func walkBatchRecords(h BatchHeader, raw []byte, fn func(r *Record) error) error
 		}
 		data = out
 	}
-	var r Record
+	// Pooled: fn(&r) would move a local Record to the heap on every call.
+	r := recordPool.Get().(*Record)
+	defer func() { *r = Record{}; recordPool.Put(r) }()
 	for i := int32(0); i < h.NumRecords; i++ {
 		if len(data) == 0 {
 			return errInvalid("batch at offset %d has %d records, header says %d", h.BaseOffset, i, h.NumRecords)
 		}
 		var err error
-		if data, err = parseRecord(data, &r, fn != nil); err != nil {
+		if data, err = parseRecord(data, r, fn != nil); err != nil {
 			return errInvalid("batch at offset %d record %d: %v", h.BaseOffset, i, err)
 		}
 		r.Offset = h.BaseOffset + int64(r.OffsetDelta)
@@ -165,7 +167,7 @@ func walkBatchRecords(h BatchHeader, raw []byte, fn func(r *Record) error) error
 			r.Timestamp = h.BaseTimestamp + r.TimestampDelta
 		}
 		if fn != nil {
-			if err := fn(&r); err != nil {
+			if err := fn(r); err != nil {
 				return err
 			}
 		}
@@ -209,6 +211,8 @@ func cloneBytes(b []byte) []byte {
 type pooledBuf struct{ b []byte }
 
 var bufPool = sync.Pool{New: func() any { return new(pooledBuf) }}
+
+var recordPool = sync.Pool{New: func() any { return new(Record) }}
 
 func getBuf() *pooledBuf { return bufPool.Get().(*pooledBuf) }
 func putBuf(b *pooledBuf) {
