@@ -18,6 +18,7 @@
 //	BENCH_PROFILE=id,... profile kgo-broker (CPU + allocations) under those scenarios
 //	                     instead of comparing; "1" = produce-1k-acks1-p8,fetch-1k-p8
 //	BENCH_OUT=dir        results directory (default bench/results)
+//	BENCH_RERENDER=f.json  only rewrite the report (Markdown, chart) from a results JSON
 //	BENCH_TMP=dir        where the temp data dir goes (default $TMPDIR)
 //	BENCH_KEEP=1         keep the temp dir (logs, data)
 //	BENCH_WAIT_QUIET=s   before each run wait until other processes use < 0.25 cores,
@@ -30,6 +31,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -158,6 +160,21 @@ func main() {
 		log.Fatal(err)
 	}
 
+	if f := os.Getenv("BENCH_RERENDER"); f != "" {
+		// Rewrite the Markdown and the chart from a results JSON (no measuring).
+		b, err := os.ReadFile(f)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var rp report
+		if err := json.Unmarshal(b, &rp); err != nil {
+			log.Fatal(err)
+		}
+		if err := writeReport(s, &rp); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if len(s.Profile) > 0 {
 		if err := runProfiles(ctx, s, tmp); err != nil {
 			log.Printf("profile: %v", err)

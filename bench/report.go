@@ -148,7 +148,9 @@ func fmtNum(x float64) string {
 }
 
 func ratio(kgoV, kafkaV float64) float64 {
-	if math.IsNaN(kgoV) || math.IsNaN(kafkaV) || kafkaV == 0 {
+	// A zero (e.g. a latency under EndToEndLatency's whole-millisecond resolution)
+	// makes no meaningful ratio.
+	if math.IsNaN(kgoV) || math.IsNaN(kafkaV) || kafkaV == 0 || kgoV == 0 {
 		return math.NaN()
 	}
 	return kgoV / kafkaV
@@ -439,7 +441,7 @@ func renderChart(s settings, rp *report, out string) error {
 		switch sc.Kind {
 		case "produce", "consume", "fetch":
 			fmt.Fprintf(&tput, "\"%s\"\t%s\t%s\n", short(sc), gp(a.MB), gp(g.MB))
-			fmt.Fprintf(&rat, "\"%s\\nMB/s\"\t%s\n", short(sc), gp(ratio(g.MB, a.MB)))
+			fmt.Fprintf(&rat, "\"%s\\nMB/s\"\t%s\n", strings.Replace(short(sc), " acks", "\\nacks", 1), gp(ratio(g.MB, a.MB)))
 		}
 		switch sc.Kind {
 		case "produce":
@@ -481,7 +483,7 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
-set key top right
+set key top left
 set xtics nomirror font ",9"
 set yrange [0:*]
 set bmargin 4
