@@ -13,7 +13,8 @@
 // Environment:
 //
 //	BENCH_N=3            repetitions
-//	BENCH_QUICK=1        small record counts (smoke test, a few minutes)
+//	BENCH_QUICK=1        small record counts (smoke test, a few minutes); writes
+//	                     latest-quick.* so that the full results stay in latest.*
 //	BENCH_SCENARIOS=re   only the scenarios whose id matches the regexp
 //	BENCH_PROFILE=id,... profile kgo-broker (CPU + allocations) under those scenarios
 //	                     instead of comparing; "1" = produce-1k-acks1-p8,fetch-1k-p8
@@ -191,5 +192,9 @@ func main() {
 		log.Printf("report: %v", err)
 		os.Exit(1)
 	}
-	fmt.Println(filepath.Join(s.OutDir, "latest.md"))
+	if s.Quick {
+		fmt.Println(filepath.Join(s.OutDir, "latest-quick.md"))
+	} else {
+		fmt.Println(filepath.Join(s.OutDir, "latest.md"))
+	}
 }

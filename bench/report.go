@@ -219,25 +219,30 @@ func writeReport(s settings, rp *report) error {
 		mode = "quick"
 	}
 	name := fmt.Sprintf("%s-%s", stamp, mode)
-	files := map[string][]byte{"latest.md": []byte(md), name + ".md": []byte(md)}
+	// A quick (smoke test) run does not replace the published full results.
+	latest := "latest"
+	if rp.Quick {
+		latest = "latest-quick"
+	}
+	files := map[string][]byte{latest + ".md": []byte(md), name + ".md": []byte(md)}
 	js, err := json.MarshalIndent(rp, "", "  ")
 	if err != nil {
 		return err
 	}
-	files["latest.json"] = js
+	files[latest+".json"] = js
 	files[name+".json"] = js
 	for f, b := range files {
 		if err := os.WriteFile(filepath.Join(s.OutDir, f), b, 0o644); err != nil {
 			return err
 		}
 	}
-	if err := renderChart(s, rp, filepath.Join(s.OutDir, "latest.png")); err != nil {
+	if err := renderChart(s, rp, filepath.Join(s.OutDir, latest+".png")); err != nil {
 		log.Printf("chart: %v (the Markdown report is complete without it)", err)
 	} else {
-		b, _ := os.ReadFile(filepath.Join(s.OutDir, "latest.png"))
+		b, _ := os.ReadFile(filepath.Join(s.OutDir, latest+".png"))
 		_ = os.WriteFile(filepath.Join(s.OutDir, name+".png"), b, 0o644)
 	}
-	log.Printf("wrote %s/latest.{md,json,png} and %s.*", s.OutDir, name)
+	log.Printf("wrote %s/%s.{md,json,png} and %s.*", s.OutDir, latest, name)
 	return nil
 }
 
@@ -387,7 +392,7 @@ func renderMarkdown(rp *report) string {
 			}
 		}
 	}
-	w("\n</details>\n\n![chart](latest.png)\n")
+	w("\n</details>\n\n![chart](%s.png)\n", map[bool]string{true: "latest-quick", false: "latest"}[rp.Quick])
 	return b.String()
 }
 
