@@ -167,7 +167,7 @@ func (c *conn) readFrame() ([]byte, error) {
 	if !c.reserve(int64(size)) {
 		return nil, net.ErrClosed
 	}
-	if c.reuser != nil && size <= firstFrameChunk {
+	if c.reuser != nil && size > 0 && size <= firstFrameChunk {
 		// The same single allocation readSized would make, from a pool.
 		bp := getFrame(int(size))
 		if err := c.readFull(*bp); err != nil {
@@ -181,7 +181,7 @@ func (c *conn) readFrame() ([]byte, error) {
 }
 
 // Frame buffers for FrameReuser handlers, by power-of-two capacity class
-// from minPooledFrame up to firstFrameChunk.
+// from 4 KiB up to firstFrameChunk.
 const (
 	minPooledFrameShift = 12 // 4 KiB
 	maxPooledFrameShift = 20 // firstFrameChunk
@@ -193,7 +193,7 @@ func frameClass(size int) int {
 	return max(bits.Len(uint(size-1)), minPooledFrameShift) - minPooledFrameShift
 }
 
-// getFrame returns a buffer of length size (at most firstFrameChunk).
+// getFrame returns a buffer of length size (1 to firstFrameChunk).
 func getFrame(size int) *[]byte {
 	c := frameClass(size)
 	if bp, ok := framePools[c].Get().(*[]byte); ok {

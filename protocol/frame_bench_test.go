@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -139,3 +140,39 @@ func (h *checkingProduceHandler) Handle(ctx context.Context, req *Request) (Resp
 }
 
 func (*checkingProduceHandler) ReusesFrame(key int16) bool { return key == 0 }
+
+// TestReusedFramesOddSizes: frames of size 0, 1 and just over a class
+// boundary, with a FrameReuser handler, close the connection (malformed) and
+// leave the server serving.
+func TestReusedFramesOddSizes(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Logger: zap.NewNop(), Handler: &checkingProduceHandler{}, Versions: testVersions}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	for _, size := range []int{0, 1, 4097} {
+		nc, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame := make([]byte, 4+size)
+		frame[0], frame[1], frame[2], frame[3] = byte(size>>24), byte(size>>16), byte(size>>8), byte(size)
+		if _, err := nc.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Read(make([]byte, 1)); err == nil {
+			t.Fatalf("size %d: got a response to a malformed frame", size)
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("size %d: connection left open", size)
+		}
+		nc.Close()
+	}
+	c, err := Dial(context.Background(), l.Addr().String(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
