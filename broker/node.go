@@ -125,7 +125,7 @@ func (n *Node) start(ctx context.Context) error {
 		return fmt.Errorf("opening the metadata log: %w", err)
 	}
 	n.raft = rn
-	rn.Register(&cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata")})
+	rn.Register(&cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata"), highWatermark: rn.HighWatermark})
 	// Metadata snapshots: settings and the generator (metadata_snapshot.go).
 	configureMetadataSnapshots(rn, n.cache, cfg)
 
@@ -468,10 +468,27 @@ func (n *Node) shutdown(ctx context.Context) error {
 }
 
 // cacheFeeder replays committed metadata batches into the broker's image.
+//
+// While it is behind the high watermark (a restart or a new broker catching
+// up) it defers publishing, so a long log builds one image per catch-up
+// instead of one per batch (Kafka's MetadataLoader publishes when caught up);
+// every maxDeferredBatches batches, and flushDelay after the last deferred
+// one, it publishes anyway, so readers never wait long and a log ending in
+// control records (which listeners do not see) still gets published.
 type cacheFeeder struct {
-	cache  *metadatacache.Cache
-	logger *zap.Logger
+	cache         *metadatacache.Cache
+	logger        *zap.Logger
+	highWatermark func() int64 // nil: publish every batch
+
+	mu       sync.Mutex
+	deferred int
+	timer    *time.Timer
 }
+
+const (
+	maxDeferredBatches = 1000
+	flushDelay         = 20 * time.Millisecond
+)
 
 func (f *cacheFeeder) HandleCommit(b raft.Batch) {
 	recs := make([]metadatacache.Record, 0, len(b.Records))
@@ -486,12 +503,36 @@ func (f *cacheFeeder) HandleCommit(b raft.Batch) {
 		}
 		recs = append(recs, r)
 	}
-	if err := f.cache.Apply(metadatacache.Batch{
+	mb := metadatacache.Batch{
 		BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Epoch: b.Epoch,
 		AppendTimeMs: b.AppendTimeMs, Records: recs,
-	}); err != nil {
+	}
+	f.mu.Lock()
+	behind := f.highWatermark != nil && b.LastOffset+1 < f.highWatermark()
+	var err error
+	if behind && f.deferred < maxDeferredBatches {
+		f.deferred++
+		err = f.cache.ApplyDeferred(mb)
+		if f.timer == nil {
+			f.timer = time.AfterFunc(flushDelay, f.flush)
+		} else {
+			f.timer.Reset(flushDelay)
+		}
+	} else {
+		f.deferred = 0
+		err = f.cache.Apply(mb)
+	}
+	f.mu.Unlock()
+	if err != nil {
 		f.logger.Error("applying metadata batch", zap.Int64("base_offset", b.BaseOffset), zap.Error(err))
 	}
+}
+
+func (f *cacheFeeder) flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deferred = 0
+	f.cache.Flush()
 }
 
 func (f *cacheFeeder) HandleLeaderChange(raft.LeaderAndEpoch) {}

@@ -51,9 +51,14 @@ type Cache struct {
 		subs       []func(old, new *Image)
 		inTxn      bool
 		preTxn     *Image   // the image before the open transaction
-		pending    *builder // the open transaction's changes, nil if none
+		pending    *builder // changes not yet published (an open transaction, or deferred)
 		lastOffset int64    // last offset applied, published or pending
 		started    bool
+		// deferred is the position of the last batch applied with
+		// ApplyDeferred and not yet published (deferredOK false: none).
+		deferredOK                     bool
+		deferredOffset, deferredTimeMs int64
+		deferredEpoch                  int32
 	}
 	clusterID string
 	logger    *zap.Logger
@@ -140,6 +145,38 @@ func (c *Cache) log() *zap.Logger {
 // dropped by an AbortTransactionRecord; records before the Begin in the
 // same batch are published first, at the offset before the Begin.
 func (c *Cache) Apply(b Batch) error {
+	return c.apply(b, true)
+}
+
+// ApplyDeferred replays a committed batch like Apply but does not publish
+// the result: it stays pending until a later Apply or Flush publishes it
+// together with whatever followed. A loader catching up on a long log uses
+// it so each image is built once per catch-up rather than once per batch,
+// as Kafka's MetadataLoader publishes only when it has caught up.
+func (c *Cache) ApplyDeferred(b Batch) error {
+	return c.apply(b, false)
+}
+
+// Flush publishes the changes pending from ApplyDeferred, unless a metadata
+// transaction is still open (its end publishes them).
+func (c *Cache) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.inTxn || c.mu.pending == nil || !c.mu.deferredOK {
+		return
+	}
+	c.publishPendingLocked()
+}
+
+// publishPendingLocked publishes c.mu.pending at the deferred position.
+func (c *Cache) publishPendingLocked() {
+	img := c.mu.pending.build()
+	img.Offset, img.Epoch, img.AppendTimeMs = c.mu.deferredOffset, c.mu.deferredEpoch, c.mu.deferredTimeMs
+	c.mu.pending, c.mu.deferredOK = nil, false
+	c.publish(img)
+}
+
+func (c *Cache) apply(b Batch, publish bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.mu.started {
@@ -173,7 +210,12 @@ func (c *Cache) Apply(b Batch) error {
 			if i > 0 {
 				pre.Offset, pre.Epoch, pre.AppendTimeMs = off-1, b.Epoch, b.AppendTimeMs
 				c.publish(pre)
+			} else if c.mu.deferredOK {
+				// Deferred batches end right before this transaction.
+				pre.Offset, pre.Epoch, pre.AppendTimeMs = c.mu.deferredOffset, c.mu.deferredEpoch, c.mu.deferredTimeMs
+				c.publish(pre)
 			}
+			c.mu.deferredOK = false
 			c.mu.preTxn = pre
 			c.mu.inTxn = true
 			bld = newBuilder(pre)
@@ -202,7 +244,13 @@ func (c *Cache) Apply(b Batch) error {
 		c.mu.pending = bld
 		return errors.Join(errs...)
 	}
-	c.mu.pending = nil
+	if !publish {
+		c.mu.pending = bld
+		c.mu.deferredOK = true
+		c.mu.deferredOffset, c.mu.deferredEpoch, c.mu.deferredTimeMs = b.LastOffset, b.Epoch, b.AppendTimeMs
+		return errors.Join(errs...)
+	}
+	c.mu.pending, c.mu.deferredOK = nil, false
 	img := bld.build()
 	img.Offset, img.Epoch, img.AppendTimeMs = b.LastOffset, b.Epoch, b.AppendTimeMs
 	c.publish(img)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync"
@@ -544,5 +545,69 @@ func TestRecordsVersionsFollowMetadataVersion(t *testing.T) {
 				t.Errorf("mv %d: %T: %v", c.mv, r, err)
 			}
 		}
+	}
+}
+
+func TestApplyDeferredPublishesOnce(t *testing.T) {
+	c := NewCache(Config{ClusterID: "c"})
+	published := 0
+	c.Subscribe(func(old, new *Image) { published++ })
+	for i := int64(0); i < 100; i++ {
+		tr := NewTopicRecord()
+		tr.Name = fmt.Sprintf("t%d", i)
+		tr.TopicID = [16]byte{byte(i + 1), 1}
+		b := Batch{BaseOffset: i, LastOffset: i, Epoch: 1, Records: []Record{tr}}
+		if err := c.ApplyDeferred(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if published != 0 || c.Image().Offset != -1 {
+		t.Fatalf("deferred batches published: %d, offset %d", published, c.Image().Offset)
+	}
+	c.Flush()
+	if published != 1 || c.Image().Offset != 99 || c.Image().NumTopics() != 100 {
+		t.Fatalf("after Flush: published %d, offset %d, topics %d", published, c.Image().Offset, c.Image().NumTopics())
+	}
+	c.Flush() // nothing pending
+	tr := NewTopicRecord()
+	tr.Name, tr.TopicID = "last", [16]byte{200}
+	if err := c.ApplyDeferred(Batch{BaseOffset: 100, LastOffset: 100, Epoch: 1, Records: []Record{tr}}); err != nil {
+		t.Fatal(err)
+	}
+	tr2 := NewTopicRecord()
+	tr2.Name, tr2.TopicID = "after", [16]byte{201}
+	if err := c.Apply(Batch{BaseOffset: 101, LastOffset: 101, Epoch: 1, Records: []Record{tr2}}); err != nil {
+		t.Fatal(err)
+	}
+	if published != 2 || c.Image().Offset != 101 || c.Image().TopicByName("last") == nil || c.Image().TopicByName("after") == nil {
+		t.Fatalf("Apply after deferred: published %d, offset %d", published, c.Image().Offset)
+	}
+}
+
+func TestApplyDeferredThenTransaction(t *testing.T) {
+	c := NewCache(Config{ClusterID: "c"})
+	tr := NewTopicRecord()
+	tr.Name, tr.TopicID = "before", [16]byte{1}
+	if err := c.ApplyDeferred(Batch{BaseOffset: 0, LastOffset: 0, Epoch: 1, Records: []Record{tr}}); err != nil {
+		t.Fatal(err)
+	}
+	tr2 := NewTopicRecord()
+	tr2.Name, tr2.TopicID = "inside", [16]byte{2}
+	if err := c.ApplyDeferred(Batch{BaseOffset: 1, LastOffset: 2, Epoch: 1, Records: []Record{NewBeginTransactionRecord(), tr2}}); err != nil {
+		t.Fatal(err)
+	}
+	// The deferred batch before the transaction is published at its own offset.
+	if img := c.Image(); img.Offset != 0 || img.TopicByName("before") == nil || img.TopicByName("inside") != nil {
+		t.Fatalf("image %d before=%v inside=%v", img.Offset, img.TopicByName("before") != nil, img.TopicByName("inside") != nil)
+	}
+	c.Flush() // the transaction is open: nothing to publish
+	if c.Image().Offset != 0 {
+		t.Fatal("Flush published an open transaction")
+	}
+	if err := c.Apply(Batch{BaseOffset: 3, LastOffset: 3, Epoch: 1, Records: []Record{NewEndTransactionRecord()}}); err != nil {
+		t.Fatal(err)
+	}
+	if img := c.Image(); img.Offset != 3 || img.TopicByName("inside") == nil {
+		t.Fatalf("after End: offset %d", img.Offset)
 	}
 }
