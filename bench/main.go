@@ -19,6 +19,7 @@
 //	BENCH_PROFILE=id,... profile kgo-broker (CPU + allocations) under those scenarios
 //	                     instead of comparing; "1" = produce-1k-acks1-p8,fetch-1k-p8
 //	BENCH_OUT=dir        results directory (default bench/results)
+//	BENCH_PROFILE_DIR=d  where profiles go (default bench/results/profiles)
 //	BENCH_RERENDER=f.json  only rewrite the report (Markdown, chart) from a results JSON
 //	BENCH_TMP=dir        where the temp data dir goes (default $TMPDIR)
 //	BENCH_KEEP=1         keep the temp dir (logs, data)

@@ -60,6 +60,9 @@ func runProfiles(ctx context.Context, s settings, tmp string) error {
 		resp.Body.Close()
 	}
 	outDir := filepath.Join(s.OutDir, "profiles")
+	if d := os.Getenv("BENCH_PROFILE_DIR"); d != "" {
+		outDir, _ = filepath.Abs(d)
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
