@@ -97,38 +97,15 @@ func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 		byID[res] = rc
 		list = append(list, rc)
 	}
-	var (
-		recs    []metadatacache.Record
-		results = make([]*apiError, 0, len(list))
-	)
 	var kept []*resChanges
 	for _, rc := range list {
 		if !dups[rc.res] {
 			kept = append(kept, rc)
 		}
 	}
-	c.view(func(s *state) {
-		for _, rc := range kept {
-			rrecs, e := c.incrementalAlterResource(s, rc.res, rc.changes, rc.order)
-			results = append(results, e)
-			if e == nil {
-				recs = append(recs, rrecs...)
-			}
-		}
+	results := c.applyConfigPlans(ctx, len(kept), req.ValidateOnly, func(s *state, i int) ([]metadatacache.Record, *apiError) {
+		return c.incrementalAlterResource(s, kept[i].res, kept[i].changes, kept[i].order)
 	})
-	if len(recs) > maxRecordsPerUserOp {
-		for i := range results {
-			results[i] = errBatchTooLarge
-		}
-		recs = nil
-	}
-	if !req.ValidateOnly && len(recs) > 0 {
-		if _, err := c.write(ctx, recs); err != nil {
-			for i := range results {
-				results[i] = defaultAPIError(kerr.NotController)
-			}
-		}
-	}
 	for i, rc := range kept {
 		add(kmsg.ConfigResourceType(rc.res.typ), rc.res.name, results[i])
 	}
@@ -301,38 +278,15 @@ func (c *Controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 		byID[res] = rc
 		list = append(list, rc)
 	}
-	var (
-		kept    []*resConfigs
-		recs    []metadatacache.Record
-		results []*apiError
-	)
+	var kept []*resConfigs
 	for _, rc := range list {
 		if !dups[rc.res] {
 			kept = append(kept, rc)
 		}
 	}
-	c.view(func(s *state) {
-		for _, rc := range kept {
-			rrecs, e := c.legacyAlterResource(s, rc.res, rc.configs, rc.order)
-			results = append(results, e)
-			if e == nil {
-				recs = append(recs, rrecs...)
-			}
-		}
+	results := c.applyConfigPlans(ctx, len(kept), req.ValidateOnly, func(s *state, i int) ([]metadatacache.Record, *apiError) {
+		return c.legacyAlterResource(s, kept[i].res, kept[i].configs, kept[i].order)
 	})
-	if len(recs) > maxRecordsPerUserOp {
-		for i := range results {
-			results[i] = errBatchTooLarge
-		}
-		recs = nil
-	}
-	if !req.ValidateOnly && len(recs) > 0 {
-		if _, err := c.write(ctx, recs); err != nil {
-			for i := range results {
-				results[i] = defaultAPIError(kerr.NotController)
-			}
-		}
-	}
 	for i, rc := range kept {
 		add(kmsg.ConfigResourceType(rc.res.typ), rc.res.name, results[i])
 	}
@@ -415,4 +369,37 @@ func equalStrPtr(a, b *string) bool {
 		return a == nil && b == nil
 	}
 	return *a == *b
+}
+
+// applyConfigPlans plans the records of n resources under one view of the
+// state (plan returns resource i's records or its error), refuses the whole
+// request when the records exceed maxRecordsPerUserOp, and writes them as one
+// batch unless validateOnly. It returns each resource's error (nil: applied).
+// Shared by IncrementalAlterConfigs and AlterConfigs.
+func (c *Controller) applyConfigPlans(ctx context.Context, n int, validateOnly bool, plan func(s *state, i int) ([]metadatacache.Record, *apiError)) []*apiError {
+	var recs []metadatacache.Record
+	results := make([]*apiError, n)
+	c.view(func(s *state) {
+		for i := range n {
+			rrecs, e := plan(s, i)
+			results[i] = e
+			if e == nil {
+				recs = append(recs, rrecs...)
+			}
+		}
+	})
+	if len(recs) > maxRecordsPerUserOp {
+		for i := range results {
+			results[i] = errBatchTooLarge
+		}
+		recs = nil
+	}
+	if !validateOnly && len(recs) > 0 {
+		if _, err := c.write(ctx, recs); err != nil {
+			for i := range results {
+				results[i] = defaultAPIError(kerr.NotController)
+			}
+		}
+	}
+	return results
 }
