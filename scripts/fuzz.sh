@@ -41,7 +41,7 @@ for tgt in "${targets[@]}"; do
 	dir=${tgt%%$'\t'*}
 	name=${tgt##*$'\t'}
 	echo "--- fuzz $name ($dir)"
-	for attempt in 1 2; do
+	for attempt in 1 2 3; do
 		out=$(mktemp)
 		if "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$per" "$dir" 2>&1 | tee "$out"; [ "${PIPESTATUS[0]}" -eq 0 ]; then
 			rm -f "$out"
@@ -51,7 +51,7 @@ for tgt in "${targets[@]}"; do
 		# when -fuzztime ends while it is still minimizing a new interesting
 		# (not failing) input on a loaded machine; no input is written then.
 		# That is the engine, not a bug found: run the target once more.
-		if [ "$attempt" -eq 1 ] && grep -q 'context deadline exceeded' "$out" && ! grep -q 'Failing input written' "$out"; then
+		if [ "$attempt" -lt 3 ] && grep -q 'context deadline exceeded' "$out" && ! grep -q 'Failing input written' "$out"; then
 			echo "fuzz: $name: the fuzzing engine timed out without a failing input; running it again"
 			rm -f "$out"
 			continue
