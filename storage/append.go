@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
 // AppendAsLeader validates records (one or more magic-2 batches) and appends them with
@@ -29,7 +31,7 @@ func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin App
 		return info, err
 	}
 	if flushTo > 0 {
-		if err := l.flushTo(flushTo); err != nil {
+		if err := l.syncTo(flushTo); err != nil {
 			return info, err
 		}
 	}
@@ -206,13 +208,21 @@ func (l *Log) fillInfo(info *AppendInfo, v *validated, cfg Config) {
 	info.LogStartOffset = l.mu.logStartOffset
 }
 
-// needFlush returns the offset to fsync up to when flush.messages is reached, else 0.
-// l.mu must be held.
+// needFlush returns the offset to make durable up to when flush.messages is
+// reached, else 0. l.mu must be held.
 func (l *Log) needFlush(cfg Config) int64 {
-	if cfg.FlushMessages != math.MaxInt64 && l.mu.leo-l.mu.recoveryPoint >= cfg.FlushMessages {
+	if cfg.FlushMessages != math.MaxInt64 && l.mu.leo-l.durableLocked() >= cfg.FlushMessages {
 		return l.mu.leo
 	}
 	return 0
+}
+
+// durableLocked is the offset below which every record is on disk. l.mu must be held.
+func (l *Log) durableLocked() int64 {
+	if l.mu.durableGen == l.mu.structGen {
+		return max(l.mu.durable, l.mu.recoveryPoint)
+	}
+	return l.mu.recoveryPoint
 }
 
 // appendLocked rolls if needed and writes the validated batches. l.mu must be held.
@@ -378,7 +388,7 @@ func (l *Log) AppendAsFollower(records []byte) (_ AppendInfo, err error) {
 	flushTo := l.needFlush(cfg)
 	l.mu.Unlock()
 	if flushTo > 0 {
-		if err := l.flushTo(flushTo); err != nil {
+		if err := l.syncTo(flushTo); err != nil {
 			return info, err
 		}
 	}
@@ -449,6 +459,111 @@ func (l *Log) flushToLocked(target int64) error {
 		l.mu.recoveryPoint = upTo
 	}
 	l.mu.lastFlushMs = l.nowMs()
+	l.mu.Unlock()
+	return nil
+}
+
+// DurableOffset is the offset below which every record is on disk: at least the
+// recovery point, and past it after a group commit (flush.messages).
+func (l *Log) DurableOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.durableLocked()
+}
+
+// syncTo returns when every offset below target is on disk: the group commit of
+// flush.messages (issue #3: durable mode at most 2x the cost of the default).
+//
+// One waiter at a time leads a round: it fdatasyncs the .log files that hold
+// offsets past the durable point, which covers every append made before it read
+// the log end offset, however many are waiting. The others wait for the round to
+// end, not on flushMu: a covered waiter queued on the mutex behind the next leader
+// would wait a whole extra fsync for nothing. Then each covered waiter returns
+// and one of the rest leads the next round, which already holds everything
+// appended during the previous one.
+//
+// Only the .log files are synced here. The indexes and the recovery point advance
+// with full flushes (a roll flushes the old segment, flush.ms, shutdown), so after a
+// crash recovery rebuilds the indexes from the recovery point as under the default
+// policy, and every acknowledged byte is in the .log (LogSegment.flush syncs the
+// indexes too, which would triple the fsyncs per round).
+func (l *Log) syncTo(target int64) error {
+	c := &l.commit
+	c.Lock()
+	for {
+		l.mu.RLock()
+		durable, closed := l.durableLocked(), l.mu.closed || l.offline.Load()
+		l.mu.RUnlock()
+		if durable >= target {
+			c.Unlock()
+			return nil
+		}
+		if closed {
+			c.Unlock()
+			return l.closedErr()
+		}
+		if c.running {
+			done := c.done
+			c.Unlock()
+			<-done
+			c.Lock()
+			continue
+		}
+		c.running, c.done = true, make(chan struct{})
+		c.Unlock()
+		err := l.syncData()
+		c.Lock()
+		c.running = false
+		close(c.done)
+		if err != nil {
+			c.Unlock()
+			return err
+		}
+	}
+}
+
+// syncData fdatasyncs the .log files holding offsets past the durable point (and
+// the directory when a segment file was created since its last fsync), then moves
+// the durable point to the log end offset read before syncing.
+func (l *Log) syncData() (err error) {
+	defer func() { err = l.ioErr(err) }()
+	l.flushMu.Lock() // excludes truncation, roll-flush and close
+	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	if l.mu.closed || l.offline.Load() {
+		l.mu.RUnlock()
+		return l.closedErr()
+	}
+	from, upTo, gen := l.durableLocked(), l.mu.leo, l.mu.structGen
+	dirGen := l.mu.dirGen
+	syncDir := dirGen != l.mu.dirSynced
+	var logs []vfs.File
+	for i, s := range l.mu.segments {
+		if i+1 < len(l.mu.segments) && l.mu.segments[i+1].base <= from {
+			continue
+		}
+		logs = append(logs, s.log)
+	}
+	l.mu.RUnlock()
+	for _, f := range logs {
+		if err := vfs.Datasync(f); err != nil {
+			l.logger.Error("fdatasync failed", zap.String("file", f.Name()), zap.Error(err))
+			return err
+		}
+	}
+	if syncDir {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
+	if l.mu.structGen == gen {
+		if l.mu.durableGen != gen {
+			l.mu.durable, l.mu.durableGen = 0, gen
+		}
+		l.mu.durable = max(l.mu.durable, upTo)
+	}
 	l.mu.Unlock()
 	return nil
 }

@@ -146,6 +146,17 @@ type Log struct {
 		// firstDirty is the cleaner's checkpoint: offsets below it are cleaned
 		// (cleaner-offset-checkpoint); -1 when unknown.
 		firstDirty int64
+		// durable: every offset below it is in fdatasynced .log files (group
+		// commit, see syncTo); it may run ahead of the recovery point, which also
+		// covers the indexes. Valid only while structGen == durableGen: a
+		// truncation or a segment swap makes it fall back to the recovery point.
+		durable, durableGen int64
+	}
+	// commit coordinates the waiters of group commit (syncTo).
+	commit struct {
+		sync.Mutex
+		running bool          // a leader is syncing
+		done    chan struct{} // closed when the running round ends
 	}
 	onIOError func(err error) // from LogOptions.OnIOError
 	// offline is set after an I/O error when onIOError is set: the log dir is

@@ -188,13 +188,13 @@ func TestAppendIOErrors(t *testing.T) {
 	if _, err := l.AppendAsLeader(batch(clk.Ms(), 2), 1); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("fsync: %v", err)
 	}
-	if l.RecoveryPoint() != 2 {
-		t.Fatalf("recovery point moved on failed fsync: %d", l.RecoveryPoint())
+	if l.DurableOffset() != 2 {
+		t.Fatalf("durable offset moved on failed fsync: %d", l.DurableOffset())
 	}
 	sw.Set(nil)
 	mustAppend(t, l.Log, batch(clk.Ms(), 2), 1)
-	if l.RecoveryPoint() != 6 {
-		t.Fatalf("recovery point %d", l.RecoveryPoint())
+	if l.DurableOffset() != 6 {
+		t.Fatalf("durable offset %d", l.DurableOffset())
 	}
 	if got := readAll(t, l.Log, 0); len(got) != 6 {
 		t.Fatalf("%d records", len(got))

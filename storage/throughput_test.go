@@ -153,6 +153,7 @@ func TestThroughputReport(t *testing.T) {
 		mib, wr/(1<<20), rd/(1<<20), loadAvg())
 	fmt.Printf("%-44s %12s %8s %12s %8s  %s\n", "case", "append MiB/s", "/dd wr", "read MiB/s", "/dd rd", "load (1 5 15 min)")
 	i := 0
+	var defaultAppend float64
 	for _, rs := range []int{1024, 100} {
 		for _, c := range []struct {
 			name      string
@@ -161,6 +162,7 @@ func TestThroughputReport(t *testing.T) {
 			div       int64
 		}{
 			{"default flush policy, 1 appender", math.MaxInt64, 1, 1},
+			{"flush.messages=1, 8 appenders (group commit)", 1, 8, 4},
 			{"flush.messages=1, 32 appenders (group commit)", 1, 32, 4},
 		} {
 			i++
@@ -169,8 +171,14 @@ func TestThroughputReport(t *testing.T) {
 			a, l := appendThroughput(t, dir, rs, total/c.div, c.flush, c.appenders)
 			r := readThroughput(t, l)
 			l.Close()
-			fmt.Printf("%-44s %12.1f %8.2f %12.1f %8.2f  %s\n", fmt.Sprintf("%dB records, %s", rs, c.name),
-				a/(1<<20), a/wr, r/(1<<20), r/rd, loadAvg())
+			cost := ""
+			if c.flush == math.MaxInt64 {
+				defaultAppend = a
+			} else {
+				cost = fmt.Sprintf("  default/durable %.2fx", defaultAppend/a)
+			}
+			fmt.Printf("%-44s %12.1f %8.2f %12.1f %8.2f  %s%s\n", fmt.Sprintf("%dB records, %s", rs, c.name),
+				a/(1<<20), a/wr, r/(1<<20), r/rd, loadAvg(), cost)
 			os.RemoveAll(dir)
 		}
 	}
