@@ -26,12 +26,12 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // AppendAsLeaderOrigin is AppendAsLeader with the origin's validation rules.
 func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin AppendOrigin) (_ AppendInfo, err error) {
 	defer func() { err = l.ioErr(err) }()
-	info, flushTo, err := l.appendLeader(records, leaderEpoch, origin)
+	info, wait, err := l.appendLeader(records, leaderEpoch, origin)
 	if err != nil {
 		return info, err
 	}
-	if flushTo > 0 {
-		if err := l.syncTo(flushTo); err != nil {
+	if wait.upTo > 0 {
+		if err := l.syncTo(wait); err != nil {
 			return info, err
 		}
 	}
@@ -134,12 +134,12 @@ func (v *validated) rawAt(records []byte) func(off int64) (BatchHeader, []byte, 
 	}
 }
 
-func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, int64, error) {
+func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, durableWait, error) {
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed || l.offline.Load() {
-		return info, 0, l.closedErr()
+		return info, durableWait{}, l.closedErr()
 	}
 	info.LogStartOffset = l.mu.logStartOffset
 	cfg := l.mu.cfg
@@ -152,16 +152,16 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigi
 				info.LogAppendTime, info.MaxTimestamp = dup.timestamp, dup.timestamp
 				info.OffsetOfMaxTimestamp = dup.lastOffset
 				info.Duplicate, info.NumBatches = true, 1
-				return info, 0, nil
+				return info, durableWait{}, nil
 			}
 		}
 	}
 	v, err := l.validate(records, cfg, origin, true, nowMs)
 	if err != nil {
-		return info, 0, err
+		return info, durableWait{}, err
 	}
 	if len(v.hdrs) == 0 {
-		return info, 0, nil
+		return info, durableWait{}, nil
 	}
 	// assign offsets and the leader epoch in place
 	off := l.mu.leo
@@ -172,20 +172,20 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigi
 		SetPartitionLeaderEpoch(raw, leaderEpoch)
 		v.hdrs[i].BaseOffset, v.hdrs[i].PartitionLeaderEpoch = off, leaderEpoch
 		if err := u.append(v.hdrs[i], true); err != nil {
-			return info, 0, err
+			return info, durableWait{}, err
 		}
 		off = v.hdrs[i].NextOffset()
 	}
 	if err := l.appendLocked(records, v, cfg, nowMs); err != nil {
-		return info, 0, err
+		return info, durableWait{}, err
 	}
 	u.commit()
 	if err := l.indexAborted(l.active(), u.completed, v.rawAt(records)); err != nil {
-		return info, 0, err
+		return info, durableWait{}, err
 	}
 	if l.mu.epochs.assign(leaderEpoch, v.hdrs[0].BaseOffset) {
 		if err := l.mu.epochs.flush(); err != nil {
-			return info, 0, err
+			return info, durableWait{}, err
 		}
 	}
 	l.fillInfo(&info, v, cfg)
@@ -208,13 +208,18 @@ func (l *Log) fillInfo(info *AppendInfo, v *validated, cfg Config) {
 	info.LogStartOffset = l.mu.logStartOffset
 }
 
-// needFlush returns the offset to make durable up to when flush.messages is
-// reached, else 0. l.mu must be held.
-func (l *Log) needFlush(cfg Config) int64 {
+// durableWait is what an append waits for before it is acknowledged: every
+// offset below upTo durable (none when upTo is 0), written while the log's
+// structGen was gen.
+type durableWait struct{ upTo, gen int64 }
+
+// needFlush returns what to make durable when flush.messages is reached. l.mu
+// must be held.
+func (l *Log) needFlush(cfg Config) durableWait {
 	if cfg.FlushMessages != math.MaxInt64 && l.mu.leo-l.durableLocked() >= cfg.FlushMessages {
-		return l.mu.leo
+		return durableWait{upTo: l.mu.leo, gen: l.mu.structGen}
 	}
-	return 0
+	return durableWait{}
 }
 
 // durableLocked is the offset below which every record is on disk. l.mu must be held.
@@ -385,10 +390,10 @@ func (l *Log) AppendAsFollower(records []byte) (_ AppendInfo, err error) {
 		}
 	}
 	l.fillInfo(&info, v, cfg)
-	flushTo := l.needFlush(cfg)
+	wait := l.needFlush(cfg)
 	l.mu.Unlock()
-	if flushTo > 0 {
-		if err := l.syncTo(flushTo); err != nil {
+	if wait.upTo > 0 {
+		if err := l.syncTo(wait); err != nil {
 			return info, err
 		}
 	}
@@ -471,30 +476,41 @@ func (l *Log) DurableOffset() int64 {
 	return l.durableLocked()
 }
 
-// syncTo returns when every offset below target is on disk: the group commit of
+// syncTo returns when every offset below w.upTo is on disk: the group commit of
 // flush.messages (issue #3: durable mode at most 2x the cost of the default).
 //
 // One waiter at a time leads a round: it fdatasyncs the .log files that hold
 // offsets past the durable point, which covers every append made before it read
 // the log end offset, however many are waiting. The others wait for the round to
-// end, not on flushMu: a covered waiter queued on the mutex behind the next leader
-// would wait a whole extra fsync for nothing. Then each covered waiter returns
-// and one of the rest leads the next round, which already holds everything
-// appended during the previous one.
+// end and read its result from the round itself, touching neither flushMu nor
+// l.mu: a covered waiter queued behind the next leader, or behind appenders on
+// l.mu, would wait for nothing. Each uncovered waiter then tries to lead the
+// next round, which holds everything appended during the previous one.
 //
 // Only the .log files are synced here. The indexes and the recovery point advance
 // with full flushes (a roll flushes the old segment, flush.ms, shutdown), so after a
 // crash recovery rebuilds the indexes from the recovery point as under the default
 // policy, and every acknowledged byte is in the .log (LogSegment.flush syncs the
 // indexes too, which would triple the fsyncs per round).
-func (l *Log) syncTo(target int64) error {
+func (l *Log) syncTo(w durableWait) error {
 	c := &l.commit
-	c.Lock()
 	for {
+		c.Lock()
+		if r := c.running; r != nil {
+			c.Unlock()
+			<-r.done
+			if r.err != nil {
+				return r.err
+			}
+			if r.covers(w) {
+				return nil
+			}
+			continue
+		}
 		l.mu.RLock()
-		durable, closed := l.durableLocked(), l.mu.closed || l.offline.Load()
+		durable, gen, closed := l.durableLocked(), l.mu.structGen, l.mu.closed || l.offline.Load()
 		l.mu.RUnlock()
-		if durable >= target {
+		if gen == w.gen && durable >= w.upTo {
 			c.Unlock()
 			return nil
 		}
@@ -502,39 +518,53 @@ func (l *Log) syncTo(target int64) error {
 			c.Unlock()
 			return l.closedErr()
 		}
-		if c.running {
-			done := c.done
-			c.Unlock()
-			<-done
-			c.Lock()
-			continue
-		}
-		c.running, c.done = true, make(chan struct{})
+		r := &commitRound{done: make(chan struct{})}
+		c.running = r
 		c.Unlock()
-		err := l.syncData()
+		r.upTo, r.gen, r.err = l.syncData()
 		c.Lock()
-		c.running = false
-		close(c.done)
-		if err != nil {
-			c.Unlock()
-			return err
+		c.running = nil
+		c.Unlock()
+		close(r.done)
+		if r.err != nil {
+			return r.err
+		}
+		if r.covers(w) || r.gen != w.gen {
+			// a truncation or segment swap since the append: what is left of it
+			// is below the durable point of the new structure, which this round
+			// synced up to its log end offset
+			return nil
 		}
 	}
 }
 
+// commitRound is one fdatasync of group commit. upTo, gen and err are written
+// before done is closed.
+type commitRound struct {
+	done      chan struct{}
+	upTo, gen int64
+	err       error
+}
+
+func (r *commitRound) covers(w durableWait) bool { return r.gen == w.gen && r.upTo >= w.upTo }
+
 // syncData fdatasyncs the .log files holding offsets past the durable point (and
 // the directory when a segment file was created since its last fsync), then moves
-// the durable point to the log end offset read before syncing.
-func (l *Log) syncData() (err error) {
+// the durable point to the log end offset read before syncing, which it returns
+// with the structGen it was read under.
+
+func (l *Log) syncData() (upTo, gen int64, err error) {
+
 	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock() // excludes truncation, roll-flush and close
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
 	if l.mu.closed || l.offline.Load() {
 		l.mu.RUnlock()
-		return l.closedErr()
+		return 0, 0, l.closedErr()
 	}
-	from, upTo, gen := l.durableLocked(), l.mu.leo, l.mu.structGen
+	from := l.durableLocked()
+	upTo, gen = l.mu.leo, l.mu.structGen
 	dirGen := l.mu.dirGen
 	syncDir := dirGen != l.mu.dirSynced
 	var logs []vfs.File
@@ -548,24 +578,24 @@ func (l *Log) syncData() (err error) {
 	for _, f := range logs {
 		if err := vfs.Datasync(f); err != nil {
 			l.logger.Error("fdatasync failed", zap.String("file", f.Name()), zap.Error(err))
-			return err
+			return 0, 0, err
 		}
 	}
 	if syncDir {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
-	if l.mu.structGen == gen {
+	if l.mu.structGen == gen { // else the retention or a compaction swap moved on
 		if l.mu.durableGen != gen {
 			l.mu.durable, l.mu.durableGen = 0, gen
 		}
 		l.mu.durable = max(l.mu.durable, upTo)
 	}
-	l.mu.Unlock()
-	return nil
+	return upTo, gen, nil
 }
 
 // FlushIfDue flushes when flush.ms has passed since the last flush and there is

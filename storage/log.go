@@ -155,8 +155,7 @@ type Log struct {
 	// commit coordinates the waiters of group commit (syncTo).
 	commit struct {
 		sync.Mutex
-		running bool          // a leader is syncing
-		done    chan struct{} // closed when the running round ends
+		running *commitRound // the round a leader is syncing, if any
 	}
 	onIOError func(err error) // from LogOptions.OnIOError
 	// offline is set after an I/O error when onIOError is set: the log dir is
