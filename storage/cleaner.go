@@ -2,8 +2,10 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -15,6 +17,19 @@ import (
 // min.cleanable.dirty.ratio (or one whose max.compaction.lag.ms has passed), cleans
 // it (clean.go) and records the new first dirty offset in cleaner-offset-checkpoint,
 // then backs off log.cleaner.backoff.ms when there was nothing to do.
+//
+// Failures (LogCleaner.CleanerThread.cleanLog / tryCleanFilthiestLog): a cleaning
+// the log changed under is aborted and retried later (LogCleaningAbortedException);
+// an I/O error takes the log dir offline (LogDirFailureChannel, logdir.go); any other
+// error (a corrupt batch, a broken invariant: Kafka's LogCleaningException) marks
+// the partition uncleanable in its log dir (LogCleanerManager.markPartitionUncleanable).
+// The cleaner then skips it, and, for cleanup.policy=compact,delete, so does
+// retention, since Kafka's cleaner thread applies it to compacted logs
+// (LogCleanerManager.deletableLogs). The mark is in memory only and lasts as long as
+// the log it was set on: Kafka drops it when the partition is no longer among the
+// broker's logs (maintainUncleanablePartitions: deleted, or its log dir went
+// offline); here a deleted and recreated partition is a new Log and starts clean
+// too. Truncation and restarts of the cleaner do not clear it; a broker restart does.
 
 // CleanerCheckpointFile holds each compacted log's first dirty offset, in the
 // offset checkpoint format (LogCleanerManager.scala).
@@ -39,9 +54,13 @@ type cleanerState struct {
 	inProgress map[TopicPartition]bool
 	maps       chan *offsetMap // one per thread
 	throttle   *throttler
-	ckptMu     sync.Mutex
-	stop       chan struct{}
-	wg         sync.WaitGroup
+	// uncleanable: per log dir, the partitions whose cleaning failed with an
+	// unexpected error and the log it failed on (LogCleanerManager's
+	// uncleanablePartitions). Guarded by mu, taken after Manager.mu.
+	uncleanable map[string]map[TopicPartition]*Log
+	ckptMu      sync.Mutex
+	stop        chan struct{}
+	wg          sync.WaitGroup
 }
 
 func (m *Manager) initCleaner() {
@@ -65,6 +84,7 @@ func (m *Manager) initCleaner() {
 		c.Sleep = time.Sleep
 	}
 	m.cleaner.inProgress = map[TopicPartition]bool{}
+	m.cleaner.uncleanable = map[string]map[TopicPartition]*Log{}
 	m.cleaner.maps = make(chan *offsetMap, c.Threads)
 	for range c.Threads {
 		// Kafka splits the dedupe buffer between the threads
@@ -141,6 +161,8 @@ func (l *Log) CleanableRatio() float64 {
 // Clean cleans the filthiest compacted log once, on the calling goroutine
 // (LogCleaner.CleanerThread.tryCleanFilthiestLog). It reports whether a log was
 // cleaned. The cleaner threads call it; tests call it with an injected clock.
+// An error other than an I/O error marks the partition uncleanable (see the top of
+// this file); the error is returned either way, for the caller to log.
 func (m *Manager) Clean() (bool, error) {
 	m.mu.Lock()
 	if m.mu.closed {
@@ -155,8 +177,9 @@ func (m *Manager) Clean() (bool, error) {
 	var best *cand // its bound is recomputed when cleaning
 	now := m.o.Now().UnixMilli()
 	m.cleaner.mu.Lock()
+	m.pruneUncleanableLocked()
 	for tp, ml := range m.mu.logs {
-		if m.mu.offline[ml.dir] || m.cleaner.inProgress[tp] || ml.log.Offline() {
+		if m.mu.offline[ml.dir] || m.cleaner.inProgress[tp] || ml.log.Offline() || m.uncleanableLocked(tp, ml) {
 			continue
 		}
 		ml.log.mu.RLock()
@@ -199,13 +222,19 @@ func (m *Manager) Clean() (bool, error) {
 		bound = m.o.HighWatermark(best.tp)
 	}
 	stats, err := l.cleanOnce(om, m.o.Cleaner.IOBufferSize, m.cleaner.throttle.take, bound)
-	if errors.Is(err, errCleaningAborted) {
+	switch {
+	case err == nil:
+	case errors.Is(err, errCleaningAborted) || errors.Is(err, ErrClosed):
 		m.logger.Info("log cleaning aborted", zap.Stringer("partition", best.tp))
 		return false, nil
-	}
-	if err != nil {
-		_ = l.ioErr(err)
-		return false, err
+	case isIOError(err) || errors.Is(err, errKafkaStorage):
+		// Kafka: an IOException takes the log dir offline; a KafkaStorageException
+		// means it already is
+		return false, l.ioErr(err)
+	default:
+		m.markUncleanable(best.ml.dir, best.tp, l)
+		return false, fmt.Errorf("storage: unexpected error cleaning %s in %s; its partition is marked uncleanable: %w",
+			best.tp, best.ml.dir, err)
 	}
 	if stats.Groups == 0 {
 		return false, nil // nothing cleanable after all: back off
@@ -213,6 +242,124 @@ func (m *Manager) Clean() (bool, error) {
 	m.logger.Info("cleaned log", zap.String("topic", best.tp.Topic), zap.Int32("partition", best.tp.Partition),
 		zap.Float64("dirtyRatio", best.inf.ratio), zap.Stringer("stats", stats))
 	return true, m.checkpointCleaner(best.ml.dir)
+}
+
+// markUncleanable marks tp (whose log in dir is l) uncleanable
+// (LogCleanerManager.markPartitionUncleanable).
+func (m *Manager) markUncleanable(dir string, tp TopicPartition, l *Log) {
+	m.cleaner.mu.Lock()
+	defer m.cleaner.mu.Unlock()
+	parts := m.cleaner.uncleanable[dir]
+	if parts == nil {
+		parts = map[TopicPartition]*Log{}
+		m.cleaner.uncleanable[dir] = parts
+	}
+	parts[tp] = l
+}
+
+// uncleanableLocked reports whether the log ml of tp is marked uncleanable.
+// m.mu and m.cleaner.mu are held.
+func (m *Manager) uncleanableLocked(tp TopicPartition, ml *managedLog) bool {
+	return m.cleaner.uncleanable[ml.dir][tp] == ml.log
+}
+
+// isUncleanable reports whether tp's log l is marked uncleanable.
+func (m *Manager) isUncleanable(tp TopicPartition, l *Log) bool {
+	m.cleaner.mu.Lock()
+	defer m.cleaner.mu.Unlock()
+	for _, parts := range m.cleaner.uncleanable {
+		if parts[tp] == l {
+			return true
+		}
+	}
+	return false
+}
+
+// pruneUncleanableLocked drops the marks of logs the Manager no longer serves: the
+// partition was deleted (or deleted and created again: a new Log), or its log dir
+// went offline (LogCleanerManager.maintainUncleanablePartitions, which Kafka runs
+// after every cleaner pass). m.mu and m.cleaner.mu are held.
+func (m *Manager) pruneUncleanableLocked() {
+	for dir, parts := range m.cleaner.uncleanable {
+		for tp, l := range parts {
+			if ml, ok := m.mu.logs[tp]; !ok || ml.log != l || ml.dir != dir || m.mu.offline[dir] {
+				delete(parts, tp)
+			}
+		}
+		if len(parts) == 0 {
+			delete(m.cleaner.uncleanable, dir)
+		}
+	}
+}
+
+// UncleanableStats is one log dir's uncleanable partitions, as Kafka's
+// LogCleanerManager gauges (tag logDirectory) report them.
+type UncleanableStats struct {
+	// Partitions is uncleanable-partitions-count: the partitions marked uncleanable.
+	Partitions int
+	// Bytes is uncleanable-bytes: what the cleaner would clean in them now.
+	Bytes int64
+}
+
+// Uncleanable returns, for every log dir, its uncleanable partitions count and
+// bytes (zero when none), for the broker's metrics.
+func (m *Manager) Uncleanable() map[string]UncleanableStats {
+	type mark struct {
+		dir string
+		tp  TopicPartition
+		l   *Log
+	}
+	var marks []mark
+	m.mu.Lock()
+	m.cleaner.mu.Lock()
+	m.pruneUncleanableLocked()
+	for dir, parts := range m.cleaner.uncleanable {
+		for tp, l := range parts {
+			marks = append(marks, mark{dir, tp, l})
+		}
+	}
+	m.cleaner.mu.Unlock()
+	m.mu.Unlock()
+	out := make(map[string]UncleanableStats, len(m.o.LogDirs))
+	for _, d := range m.o.LogDirs {
+		out[d] = UncleanableStats{}
+	}
+	now := m.o.Now().UnixMilli()
+	for _, mk := range marks {
+		bound := int64(-1)
+		if m.o.HighWatermark != nil {
+			bound = m.o.HighWatermark(mk.tp)
+		}
+		st := out[mk.dir]
+		st.Partitions++
+		mk.l.mu.RLock()
+		if !mk.l.mu.closed {
+			st.Bytes += mk.l.cleanableLocked(now, bound).dirtyBytes
+		}
+		mk.l.mu.RUnlock()
+		out[mk.dir] = st
+	}
+	return out
+}
+
+// UncleanablePartitions lists the partitions of a log dir marked uncleanable.
+func (m *Manager) UncleanablePartitions(dir string) []TopicPartition {
+	m.mu.Lock()
+	m.cleaner.mu.Lock()
+	m.pruneUncleanableLocked()
+	var out []TopicPartition
+	for tp := range m.cleaner.uncleanable[dir] {
+		out = append(out, tp)
+	}
+	m.cleaner.mu.Unlock()
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
 }
 
 // checkpointCleaner writes cleaner-offset-checkpoint of one log dir: every

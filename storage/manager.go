@@ -567,7 +567,9 @@ func (m *Manager) Maintain() error {
 				note(err)
 			}
 		}
-		if doRet {
+		// Kafka's cleaner thread applies retention to compacted logs and skips the
+		// uncleanable ones (LogCleanerManager.deletableLogs)
+		if doRet && !(l.Config().Compact() && m.isUncleanable(tp, l)) {
 			if _, err := l.DeleteOldSegments(); err != nil {
 				note(err)
 			}
