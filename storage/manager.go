@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ const (
 	CleanShutdownFile            = ".kafka_cleanshutdown"
 	// MetadataPartitionDir is the KRaft metadata log, owned by raft, never by the Manager.
 	MetadataPartitionDir = "__cluster_metadata-0"
+	metadataTopic        = "__cluster_metadata"
 )
 
 // ManagerOptions configure OpenManager.
@@ -53,8 +55,9 @@ type ManagerOptions struct {
 	// cleaner never cleans at or above it (Kafka bounds cleaning by the last stable
 	// offset, which is below the high watermark).
 	HighWatermark func(tp TopicPartition) int64
-	// OnDirFailure is called (from its own goroutine) when a log dir goes offline
-	// after an I/O error (KIP-112), e.g. to report OfflineLogDirs in heartbeats.
+	// OnDirFailure is called when a log dir goes offline after an I/O error
+	// (KIP-112), e.g. to report OfflineLogDirs in heartbeats: from its own
+	// goroutine at run time, from OpenManager's for a dir that failed to load.
 	OnDirFailure func(dir string)
 }
 
@@ -73,12 +76,17 @@ type Manager struct {
 		lastRetain  int64
 		lastFlush   int64
 		offline     map[string]bool // log dirs taken offline by an I/O error
+		// unloaded: partitions found in a log dir that failed while loading,
+		// whose log the Manager does not hold (see GetOrCreateLog); "" once
+		// deleted.
+		unloaded map[TopicPartition]string
 	}
 	cleaner cleanerState
 	ckptMu  sync.Mutex // serializes checkpoint file writes
 
 	hadClean     map[string]bool
 	prevEpoch    int64
+	unlisted     map[string]bool // log dirs that failed at startup before they were listed
 	stop         chan struct{}
 	loopDone     chan struct{}
 	startOnce    sync.Once
@@ -117,8 +125,17 @@ func parseCleanShutdown(data []byte) (int64, bool) {
 }
 
 // OpenManager loads every partition directory under each log dir, recovering logs
-// after an unclean shutdown (no .kafka_cleanshutdown marker), then removes the marker
-// so that a crash is noticed next time.
+// after an unclean shutdown (no .kafka_cleanshutdown marker, which is removed as a
+// dir starts loading so that a crash is noticed next time).
+//
+// A log dir that fails to load with an I/O error goes offline and the others are
+// served (LogManager.loadLogs hands it to the LogDirFailureChannel): the logs of it
+// that did load stay, offline, as after a failure at run time (logdir.go), and
+// the partitions it holds that did not load are not created anew elsewhere. Only
+// when every log dir failed does OpenManager fail ("Shutdown broker because all
+// log dirs in ... have failed"). Errors that are not I/O errors (a directory whose
+// name is not a partition's, a partition in two log dirs) fail it as well, as they
+// fail Kafka's startup.
 func OpenManager(o ManagerOptions) (*Manager, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
@@ -145,40 +162,137 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	if len(o.LogDirs) == 0 {
 		return nil, errors.New("storage: no log dirs")
 	}
-	m := &Manager{o: o, logger: o.Logger, hadClean: map[string]bool{}, prevEpoch: -1}
+	m := &Manager{o: o, logger: o.Logger, hadClean: map[string]bool{}, prevEpoch: -1, unlisted: map[string]bool{}}
 	m.mu.logs = map[TopicPartition]*managedLog{}
 	m.mu.offline = map[string]bool{}
+	m.mu.unloaded = map[TopicPartition]string{}
 	m.initCleaner()
 	m.mu.brokerEpoch = o.BrokerEpoch
 	now := o.Now().UnixMilli()
 	m.mu.lastRecCkpt, m.mu.lastLSOCkpt, m.mu.lastRetain, m.mu.lastFlush = now, now, now, now
 	for _, dir := range o.LogDirs {
-		if err := m.loadDir(dir); err != nil {
+		parts, listed, err := m.loadDir(dir)
+		if err != nil && !loadIOError(err) {
 			m.closeLogs()
 			return nil, err
 		}
+		if err != nil || m.DirOffline(dir) {
+			m.loadFailed(dir, parts, listed, err)
+		}
 	}
-	if err := m.Checkpoint(); err != nil {
+	if err := m.allDirsFailed(); err != nil {
 		m.closeLogs()
 		return nil, err
 	}
-	for _, dir := range o.LogDirs {
-		if err := o.FS.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil && !os.IsNotExist(err) {
+	if len(m.OfflineDirs()) > 0 {
+		// LogManager.readBrokerEpochFromCleanShutdownFiles: no previous epoch
+		// unless every log dir is live
+		m.prevEpoch = -1
+	}
+	if err := m.Checkpoint(); err != nil {
+		// the dir whose checkpoint failed went offline (checkpointFailed)
+		if aerr := m.allDirsFailed(); aerr != nil {
 			m.closeLogs()
-			return nil, err
+			return nil, aerr
 		}
-		if err := o.FS.SyncDir(dir); err != nil {
-			m.closeLogs()
-			return nil, err
-		}
+		m.logger.Error("writing checkpoints after loading", zap.Error(err))
 	}
 	return m, nil
 }
 
-func (m *Manager) loadDir(dir string) error {
+// loadIOError reports whether an error met loading a log dir takes the dir offline
+// rather than failing the startup: an I/O error, or a malformed checkpoint file,
+// which Kafka's CheckpointFile reports as an IOException
+// (CheckpointFileWithFailureHandler.read then takes the dir offline).
+func loadIOError(err error) bool {
+	return isIOError(err) || errors.Is(err, errBadCheckpoint) || errors.Is(err, errKafkaStorage)
+}
+
+// allDirsFailed returns LogManager's fatal error when no log dir is online.
+func (m *Manager) allDirsFailed() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range m.o.LogDirs {
+		if !m.mu.offline[d] {
+			return nil
+		}
+	}
+	return &StorageError{Dir: strings.Join(m.o.LogDirs, ","),
+		Err: fmt.Errorf("shutdown broker because all log dirs in %s have failed", strings.Join(m.o.LogDirs, ", "))}
+}
+
+// loadFailed takes a log dir that failed while loading offline: the partitions of
+// it (parts, when the dir could be listed) without a loaded log are remembered so
+// that GetOrCreateLog does not create them empty in another dir, and its loaded logs
+// go offline.
+func (m *Manager) loadFailed(dir string, parts []TopicPartition, listed bool, cause error) {
+	m.mu.Lock()
+	for _, tp := range parts {
+		if ml, ok := m.mu.logs[tp]; !ok || ml.dir != dir {
+			m.mu.unloaded[tp] = dir
+		}
+	}
+	if !listed {
+		m.unlisted[dir] = true
+	}
+	m.mu.Unlock()
+	if cause == nil {
+		cause = errors.New("a log in it met an I/O error while loading")
+	}
+	m.logger.Error("error while loading log dir; it is offline", zap.String("dir", dir), zap.Error(cause))
+	m.dirFailed(dir, cause)
+	m.mu.Lock()
+	for _, ml := range m.mu.logs {
+		if ml.dir == dir {
+			ml.log.setOffline() // also the logs loaded after an earlier dirFailed
+		}
+	}
+	m.mu.Unlock()
+}
+
+var (
+	// Kafka's LocalLog.DeleteDirPattern, FutureDirPattern and StrayDirPattern
+	deleteDirPattern = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-delete$`)
+	futureDirPattern = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-future$`)
+	strayDirPattern  = regexp.MustCompile(`^(\S+)-(\S+)\.(\S+)-stray$`)
+)
+
+// remoteIndexCacheDir is tiered storage's index cache (RemoteIndexCache.DIR_NAME),
+// the one directory in a log dir that Kafka does not take for a partition.
+const remoteIndexCacheDir = "remote-log-index-cache"
+
+// parseLogDirEntry parses the name of a directory in a log dir
+// (LocalLog.parseTopicPartitionName): <topic>-<partition>, or
+// <topic>-<partition>.<id> followed by -delete, -future or -stray (suffix). Kafka
+// refuses to start on any other directory (a KafkaException, not an IOException).
+func parseLogDirEntry(dir, name string) (tp TopicPartition, suffix string, err error) {
+	bad := fmt.Errorf("storage: found directory %s, '%s' is not in the form of topic-partition or "+
+		"topic-partition.uniqueId-delete (if marked for deletion); Kafka's log directories (and children) "+
+		"should only contain Kafka topic data", filepath.Join(dir, name), name)
+	base := name
+	for suf, re := range map[string]*regexp.Regexp{"-delete": deleteDirPattern, "-future": futureDirPattern, "-stray": strayDirPattern} {
+		if strings.HasSuffix(name, suf) {
+			if !re.MatchString(name) {
+				return tp, "", bad
+			}
+			base, suffix = name[:strings.LastIndexByte(name, '.')], suf
+		}
+	}
+	if tp, err = ParseTopicPartition(base); err != nil {
+		return tp, "", bad
+	}
+	return tp, suffix, nil
+}
+
+// loadDir loads the logs of one log dir (LogManager.loadLogs): parts are the
+// partitions found in it and listed whether it could be listed. An I/O error (see
+// loadIOError) is returned after every log that could be opened is loaded; any
+// other error stops the startup.
+func (m *Manager) loadDir(dir string) (parts []TopicPartition, listed bool, _ error) {
 	fs := m.o.FS
+	// LogManager.createAndValidateLogDirs: created when missing, a readable directory
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, false, err
 	}
 	clean := false
 	if data, err := vfs.ReadFile(fs, filepath.Join(dir, CleanShutdownFile)); err == nil {
@@ -187,28 +301,21 @@ func (m *Manager) loadDir(dir string) error {
 		if epoch, ok := parseCleanShutdown(data); ok {
 			m.prevEpoch = max(m.prevEpoch, epoch)
 		}
+		// removed before loading (KAFKA-10471): a crash while loading, or a failure
+		// of this dir, makes the next start recover it
+		if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil && !os.IsNotExist(err) {
+			return nil, false, err
+		}
+		if err := fs.SyncDir(dir); err != nil {
+			return nil, false, err
+		}
 	} else if !os.IsNotExist(err) {
-		return err
+		return nil, false, err
 	}
 	m.hadClean[dir] = clean
-	recovery, err := readOffsetCheckpoint(fs, filepath.Join(dir, RecoveryPointCheckpointFile))
-	if err != nil {
-		m.logger.Warn("ignoring unreadable recovery point checkpoint", zap.String("dir", dir), zap.Error(err))
-		recovery = nil
-	}
-	starts, err := readOffsetCheckpoint(fs, filepath.Join(dir, LogStartOffsetCheckpointFile))
-	if err != nil {
-		m.logger.Warn("ignoring unreadable log start offset checkpoint", zap.String("dir", dir), zap.Error(err))
-		starts = nil
-	}
-	dirty, err := readOffsetCheckpoint(fs, filepath.Join(dir, CleanerCheckpointFile))
-	if err != nil {
-		m.logger.Warn("ignoring unreadable cleaner offset checkpoint", zap.String("dir", dir), zap.Error(err))
-		dirty = nil
-	}
 	ents, err := fs.ReadDir(dir)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	type job struct {
 		tp   TopicPartition
@@ -217,33 +324,53 @@ func (m *Manager) loadDir(dir string) error {
 	var jobs []job
 	for _, e := range ents {
 		name := e.Name()
-		if !e.IsDir() || strings.HasPrefix(name, ".") || name == MetadataPartitionDir {
+		if !e.IsDir() || name == remoteIndexCacheDir {
 			continue
 		}
-		if strings.HasSuffix(name, "-delete") {
+		tp, suffix, err := parseLogDirEntry(dir, name)
+		if err != nil {
+			return parts, true, err
+		}
+		switch {
+		case tp.Topic == metadataTopic:
+			continue // raft's
+		case suffix == "-delete":
 			// a deletion that did not finish before the shutdown
 			if err := fs.RemoveAll(filepath.Join(dir, name)); err != nil {
 				m.logger.Warn("removing deleted log dir", zap.String("dir", name), zap.Error(err))
 			}
 			continue
+		case suffix != "":
+			continue // -stray and -future logs are not served
 		}
-		if strings.HasSuffix(name, "-stray") || strings.HasSuffix(name, "-future") {
-			continue
+		m.mu.Lock()
+		_, dup := m.mu.logs[tp]
+		m.mu.Unlock()
+		if dup {
+			return parts, true, fmt.Errorf("storage: duplicate log directories for %s: one is %s", tp, filepath.Join(dir, name))
 		}
-		tp, err := ParseTopicPartition(name)
-		if err != nil {
-			continue
-		}
-		if _, dup := m.mu.logs[tp]; dup {
-			return fmt.Errorf("storage: duplicate log directories for %s", tp)
-		}
+		parts = append(parts, tp)
 		jobs = append(jobs, job{tp, filepath.Join(dir, name)})
 	}
+	// Kafka reads each checkpoint through CheckpointFileWithFailureHandler: an
+	// unreadable or malformed one takes the dir offline
+	recovery, err := readOffsetCheckpoint(fs, filepath.Join(dir, RecoveryPointCheckpointFile))
+	if err != nil {
+		return parts, true, err
+	}
+	starts, err := readOffsetCheckpoint(fs, filepath.Join(dir, LogStartOffsetCheckpointFile))
+	if err != nil {
+		return parts, true, err
+	}
+	dirty, err := readOffsetCheckpoint(fs, filepath.Join(dir, CleanerCheckpointFile))
+	if err != nil {
+		return parts, true, err
+	}
 	var (
-		wg    sync.WaitGroup
-		emu   sync.Mutex
-		first error
-		sem   = make(chan struct{}, m.o.RecoveryThreadsPerDataDir)
+		wg           sync.WaitGroup
+		emu          sync.Mutex
+		ioErr, fatal error
+		sem          = make(chan struct{}, m.o.RecoveryThreadsPerDataDir)
 	)
 	for _, j := range jobs {
 		wg.Add(1)
@@ -259,22 +386,37 @@ func (m *Manager) loadDir(dir string) error {
 				Logger:        m.logger.With(zap.String("topic", j.tp.Topic), zap.Int32("partition", j.tp.Partition)),
 				RecoveryPoint: recovery[j.tp], LogStartOffset: starts[j.tp], HadCleanShutdown: clean,
 				OnIOError: func(err error) { m.dirFailed(dir, err) }})
-			emu.Lock()
-			defer emu.Unlock()
 			if err != nil {
-				if first == nil {
-					first = fmt.Errorf("storage: loading %s: %w", j.path, err)
+				err = fmt.Errorf("storage: loading %s: %w", j.path, err)
+				m.logger.Error("error while loading log", zap.String("log", j.path), zap.Error(err))
+				emu.Lock()
+				switch {
+				case !loadIOError(err):
+					if fatal == nil {
+						fatal = err
+					}
+				case ioErr == nil:
+					ioErr = err
 				}
+				emu.Unlock()
 				return
 			}
 			if off, ok := dirty[j.tp]; ok {
 				l.setFirstDirty(off)
 			}
+			m.mu.Lock()
 			m.mu.logs[j.tp] = &managedLog{log: l, dir: dir}
+			if m.mu.offline[dir] {
+				l.setOffline()
+			}
+			m.mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return first
+	if fatal != nil {
+		return parts, true, fatal
+	}
+	return parts, true, ioErr
 }
 
 // HadCleanShutdown reports whether every log dir had the clean-shutdown marker.
@@ -346,6 +488,9 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if tp.Topic == "" || tp.Partition < 0 || tp.DirName() == MetadataPartitionDir {
 		return nil, fmt.Errorf("storage: invalid partition %q", tp)
 	}
+	if err := m.inFailedDirLocked(tp); err != nil {
+		return nil, err
+	}
 	counts := map[string]int{}
 	for _, ml := range m.mu.logs {
 		counts[ml.dir]++
@@ -384,6 +529,33 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	return l, nil
 }
 
+// inFailedDirLocked refuses to create a log for a partition that may have one in a
+// log dir that failed at startup: an empty log elsewhere would stand in for its data
+// (Kafka's Partition.createLogInAssignedDirectoryId skips creating a log while "there
+// are potentially offline log directories and log may already exist there"; kgo's
+// controller leaves the replicas of a broker with several log dirs unassigned, so
+// the Manager checks the dir itself). A dir that could not even be listed is asked
+// for the partition's directory. m.mu is held.
+func (m *Manager) inFailedDirLocked(tp TopicPartition) error {
+	dir, ok := m.mu.unloaded[tp]
+	if ok && dir == "" {
+		return nil // deleted since: it may be created
+	}
+	if !ok {
+		for d := range m.unlisted {
+			if _, err := m.o.FS.Stat(filepath.Join(d, tp.DirName())); !os.IsNotExist(err) {
+				m.mu.unloaded[tp], dir, ok = d, d, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return &StorageError{Dir: filepath.Join(dir, tp.DirName()),
+		Err: errors.New("the log dir holding the partition failed at startup; it is offline until the broker restarts")}
+}
+
 // deleteDirName is <topic>-<partition>.<uuid hex>-delete with the topic cut so the
 // name stays within 255 bytes (LocalLog.logDeleteDirName).
 func deleteDirName(tp TopicPartition) string {
@@ -404,6 +576,11 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	ml, ok := m.mu.logs[tp]
 	if ok {
 		delete(m.mu.logs, tp)
+	}
+	// a partition left in a failed log dir: released, its files stay there (Kafka
+	// finds such a replica stray when the dir is back)
+	if _, was := m.mu.unloaded[tp]; was || len(m.unlisted) > 0 {
+		m.mu.unloaded[tp] = ""
 	}
 	m.mu.Unlock()
 	if !ok {
