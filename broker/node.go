@@ -182,6 +182,16 @@ func (n *Node) start(ctx context.Context) error {
 			return fmt.Errorf("opening log dirs: %w", err)
 		}
 		n.logs = logs
+		// A log dir that failed to load is offline (storage.OpenManager, after
+		// LogManager.loadLogs): it is left out of the registration's LogDirs and
+		// reported in the heartbeats' OfflineLogDirs (KIP-858), as a failure at run
+		// time is. Kafka halts when the failed dir holds the metadata log
+		// (ReplicaManager.handleLogDirFailure).
+		for _, dir := range logs.OfflineDirs() {
+			if dir == cfg.MetadataLogDir {
+				return fmt.Errorf("opening log dirs: shutdown broker because the metadata log dir %s has failed", dir)
+			}
+		}
 		// Flush, checkpoint and retention work (LogManager's scheduler).
 		logs.Start(time.Second)
 	}
@@ -374,7 +384,12 @@ func (n *Node) registration() *kmsg.BrokerRegistrationRequest {
 	if rack := n.cfg.String("broker.rack"); rack != "" {
 		req.Rack = &rack
 	}
+	// KIP-858: the online log dirs only, as LogManager.directoryIdsSet holds the
+	// live dirs' ids; a dir offline from the start is not registered
 	for _, dir := range n.cfg.LogDirs {
+		if n.logs != nil && n.logs.DirOffline(dir) {
+			continue
+		}
 		if id, ok := n.nc.DirectoryIDs[dir]; ok {
 			req.LogDirs = append(req.LogDirs, id)
 		}

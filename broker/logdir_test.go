@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// newTwoDirNode builds (without starting) a combined node on two log dirs, d1
+// holding the metadata log, on fs.
+func newTwoDirNode(t *testing.T, d1, d2 string, fs vfs.FS) (*Node, string) {
+	t.Helper()
+	pp, cp := freePort(t), freePort(t)
+	cfg, err := config.SingleNode(map[string]string{
+		"listeners":                    "PLAINTEXT://127.0.0.1:" + strconv.Itoa(pp) + ",CONTROLLER://127.0.0.1:" + strconv.Itoa(cp),
+		"advertised.listeners":         "PLAINTEXT://127.0.0.1:" + strconv.Itoa(pp),
+		"controller.quorum.voters":     "1@127.0.0.1:" + strconv.Itoa(cp),
+		"log.dirs":                     d1 + "," + d2,
+		"broker.heartbeat.interval.ms": "100",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetadataLogDir != d1 {
+		t.Fatalf("metadata log dir %s", cfg.MetadataLogDir)
+	}
+	ids := map[string][16]byte{d1: formatDir(t, d1), d2: formatDir(t, d2)}
+	n, err := NewNode(NodeConfig{Config: cfg, ClusterID: testClusterID, DirectoryIDs: ids, Logger: zaptest.NewLogger(t), FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, "127.0.0.1:" + strconv.Itoa(pp)
+}
+
+func stopNode(t *testing.T, n *Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// partitionIn returns the partition of topic whose directory is in dir.
+func partitionIn(t *testing.T, dir, topic string) int32 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if p, ok := strings.CutPrefix(e.Name(), topic+"-"); ok && e.IsDir() {
+			n, err := strconv.Atoi(p)
+			if err == nil {
+				return int32(n)
+			}
+		}
+	}
+	t.Fatalf("no partition of %s in %s", topic, dir)
+	return -1
+}
+
+// A log dir that fails to load (an I/O error opening a partition's segment) is
+// offline from the start: the node starts and serves the other dir, leaves the
+// failed dir out of its registration's LogDirs (KIP-858: the broker registers its
+// online dirs) and reports it in its heartbeats' OfflineLogDirs. A failed
+// metadata log dir stops the startup (ReplicaManager.handleLogDirFailure halts).
+func TestNodeLogDirFailedAtStartup(t *testing.T) {
+	root := t.TempDir()
+	d1, d2 := filepath.Join(root, "d1"), filepath.Join(root, "d2")
+	for _, d := range []string{d1, d2} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, addr := newTwoDirNode(t, d1, d2, nil)
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("two"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "two"); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		for i := range 3 {
+			r := kgo.StringRecord(fmt.Sprint(i))
+			r.Partition = p
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cl.Close()
+	stopNode(t, n)
+	inD1, inD2 := partitionIn(t, d1, "two"), partitionIn(t, d2, "two")
+
+	fail := func(partDir string) vfs.FS {
+		return vfs.NewInjecting(vfs.Default, func(op vfs.Op) vfs.Fault {
+			if op.Kind == vfs.OpOpen && strings.HasPrefix(op.Path, partDir+string(filepath.Separator)) && strings.HasSuffix(op.Path, ".log") {
+				return vfs.Fault{Err: vfs.ErrInjected}
+			}
+			return vfs.Fault{}
+		})
+	}
+	n, addr = newTwoDirNode(t, d1, d2, fail(filepath.Join(d2, "two-"+strconv.Itoa(int(inD2)))))
+	if err := n.Start(); err != nil {
+		t.Fatalf("a failed log dir must not stop the node: %v", err)
+	}
+	defer stopNode(t, n)
+	if got := n.logs.OfflineDirs(); len(got) != 1 || got[0] != d2 {
+		t.Fatalf("offline dirs %v", got)
+	}
+	id1, id2 := n.nc.DirectoryIDs[d1], n.nc.DirectoryIDs[d2]
+	if got := n.lifecycle.registration.LogDirs; len(got) != 1 || got[0] != id1 {
+		t.Fatalf("registration LogDirs %v, want only %v", got, id1)
+	}
+	if got := n.lifecycle.offlineDirs(); len(got) != 1 || got[0] != id2 {
+		t.Fatalf("heartbeat OfflineLogDirs %v, want %v", got, id2)
+	}
+	for _, b := range n.cache.Image().Brokers() {
+		if b.ID == 1 && (len(b.Directories) != 1 || b.Directories[0] != id1) {
+			t.Fatalf("registered directories %v", b.Directories)
+		}
+	}
+	// the partition in the online dir is served
+	cl, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		"two": {inD1: kgo.NewOffset().AtStart()},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	for len(got) < 3 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Fatalf("records of two-%d: %v", inD1, got)
+	}
+	stopNode(t, n)
+
+	// the metadata log dir failing stops the node
+	n, _ = newTwoDirNode(t, d1, d2, fail(filepath.Join(d1, "two-"+strconv.Itoa(int(inD1)))))
+	err = n.Start()
+	if err == nil || !strings.Contains(err.Error(), "metadata log dir "+d1+" has failed") {
+		t.Fatalf("start with the metadata log dir failed: %v", err)
+	}
+}
