@@ -795,8 +795,12 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment, gen *int64) erro
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.swapFailed(cleaned, err)
 	}
+	// the replaced segments are renamed .deleted (LocalLog.replaceSegments ->
+	// deleteSegmentFiles): readers holding them go on, the files go
+	// file.delete.delay.ms later (bury below), a crash leaves .deleted files that
+	// the next open removes
 	for _, s := range old {
-		if err := s.removeFiles(); err != nil {
+		if err := s.changeFileSuffixes(deletedSuffix); err != nil {
 			return l.swapFailed(cleaned, err)
 		}
 	}
@@ -814,9 +818,8 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment, gen *int64) erro
 		return l.swapFailed(cleaned, err)
 	}
 	cleaned.closeIndexFiles()
-	at := l.nowMs() + l.mu.cfg.FileDeleteDelayMs
-	for _, s := range old {
-		l.mu.graveyard = append(l.mu.graveyard, graveSegment{seg: s, closed: at})
+	if err := l.bury(old); err != nil { // already renamed: only schedules the deletion
+		return err
 	}
 	segs := append([]*segment(nil), l.mu.segments[:start]...)
 	segs = append(segs, cleaned)

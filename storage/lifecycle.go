@@ -2,6 +2,8 @@ package storage
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -38,8 +40,10 @@ func (l *Log) Truncate(offset int64) (err error) {
 		}
 	}
 	l.mu.segments = keep
-	l.bury(removed)
 	l.mu.structGen++
+	if err := l.bury(removed); err != nil {
+		return err
+	}
 	active := l.active()
 	if _, err := active.truncateTo(offset); err != nil {
 		return err
@@ -86,8 +90,12 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.logger.Info("truncating fully", zap.Int64("newOffset", offset))
 	old := l.mu.segments
 	l.mu.segments = nil
-	l.bury(old)
 	l.mu.structGen++
+	// every file is renamed away first, so the new segment may reuse the base
+	// offset of an old one (LocalLog.createAndDeleteSegment)
+	if err := l.bury(old); err != nil {
+		return err
+	}
 	s, err := l.newSegment(offset, l.mu.cfg, l.nowMs(), l.jitter(l.mu.cfg))
 	if err != nil {
 		return err
@@ -114,32 +122,113 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	return nil
 }
 
-// bury removes the segments' files now and closes them after file.delete.delay.ms,
-// so that a FileRegion handed out just before stays readable (Kafka renames to
-// .deleted and deletes asynchronously). l.mu must be held.
-func (l *Log) bury(segs []*segment) {
-	at := l.nowMs() + l.mu.cfg.FileDeleteDelayMs
+// Segment deletion (LocalLog.deleteSegmentFiles with asyncDelete, as retention,
+// DeleteRecords, truncation, a roll away from an empty segment and the log
+// cleaner's swap use it): a segment leaves l.mu.segments, its files are renamed
+// <name>.deleted at once (LogSegment.changeFileSuffixes), and only after
+// file.delete.delay.ms are its descriptors closed and the files removed
+// (LogSegment.deleteIfExists, run by the scheduler). Until then a reader that got
+// the segment before it left (a FileRegion being sent, the cleaner) reads on
+// through its descriptors; no new read finds it. A failed rename is an I/O error
+// (the log dir goes offline); so is a failed removal later. A pending deletion is
+// dropped by Close, as Kafka's scheduler drops delayed tasks at shutdown, and the
+// .deleted files left behind are removed when the log is next opened (LogLoader).
+
+// bury deletes segments already taken out of l.mu.segments: each is renamed
+// .deleted (unless it already is: the cleaner renames the segments it replaces
+// itself) and its deletion is scheduled file.delete.delay.ms from now. Every
+// segment goes to the graveyard, even after a failed rename, so that Close
+// closes its descriptors. l.mu must be held.
+func (l *Log) bury(segs []*segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	delay := l.mu.cfg.FileDeleteDelayMs
+	due := l.nowMs() + delay
+	var err error
 	for _, s := range segs {
-		if err := s.removeFiles(); err != nil {
-			l.logger.Warn("removing segment files", zap.Int64("segment", s.base), zap.Error(err))
+		l.mu.graveyard = append(l.mu.graveyard, graveSegment{seg: s, closed: due})
+		if err == nil && s.suffix != deletedSuffix {
+			err = s.changeFileSuffixes(deletedSuffix)
 		}
-		l.mu.graveyard = append(l.mu.graveyard, graveSegment{seg: s, closed: at})
+	}
+	if err != nil {
+		// ioErr here too: a caller may not look at the error (rollLocked)
+		return l.ioErr(fmt.Errorf("storage: renaming segment files for deletion: %w", err))
+	}
+	// the renames become durable with the next flush's directory fsync (Kafka
+	// does not fsync the directory for them: after a crash the log start offset
+	// checkpoint and recovery delete such segments again)
+	l.mu.dirGen++
+	bases := make([]int64, len(segs))
+	for i, s := range segs {
+		bases[i] = s.base
+	}
+	l.logger.Info("scheduled segment files for deletion", zap.Int64s("segments", bases), zap.Int64("delayMs", delay))
+	// the scheduler's "delete-file" task; Log.Maintain also deletes what is due
+	// (with an injected clock, only Maintain does)
+	time.AfterFunc(msDuration(delay), l.deleteDueSegments)
+	return nil
+}
+
+// msDuration is ms milliseconds, saturated (file.delete.delay.ms may be up to
+// Long.MAX_VALUE).
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// deleteDueSegments is the scheduled deletion task: it deletes the buried segments
+// whose file.delete.delay.ms has passed, taking the log dir offline on an I/O
+// error (LocalLog.maybeHandleIOException). It takes flushMu so that a flush never
+// syncs a descriptor the deletion closes.
+func (l *Log) deleteDueSegments() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deleteBuriedLocked()
+}
+
+// deleteBuriedLocked closes and removes the files of the buried segments that are
+// due. Nothing is removed from a closed or offline log (the next open removes the
+// .deleted files). flushMu and l.mu must be held.
+func (l *Log) deleteBuriedLocked() {
+	if l.mu.closed || l.offline.Load() {
+		return
+	}
+	now := l.nowMs()
+	keep := l.mu.graveyard[:0]
+	var first error
+	for _, g := range l.mu.graveyard {
+		if now < g.closed {
+			keep = append(keep, g)
+			continue
+		}
+		if err := g.seg.deleteIfExists(); err != nil && first == nil {
+			first = err
+		}
+		l.logger.Info("deleted segment files", zap.Int64("segment", g.seg.base))
+	}
+	clear(l.mu.graveyard[len(keep):])
+	l.mu.graveyard = keep
+	if first != nil {
+		l.logger.Error("deleting segment files", zap.Error(first))
+		_ = l.ioErr(first)
 	}
 }
 
-// closeBuried closes removed segments whose delay has passed (all when force).
-// l.mu must be held.
-func (l *Log) closeBuried(force bool) {
-	now := l.nowMs()
-	keep := l.mu.graveyard[:0]
+// closeBuried closes the descriptors of every buried segment without removing its
+// files: the log is closing (a shutdown drops pending deletions; the next open
+// removes the .deleted files) or its whole directory goes. l.mu must be held.
+func (l *Log) closeBuried() {
 	for _, g := range l.mu.graveyard {
-		if force || now >= g.closed {
-			g.seg.closeFiles()
-			continue
-		}
-		keep = append(keep, g)
+		g.seg.closeFiles()
 	}
-	l.mu.graveyard = keep
+	clear(l.mu.graveyard)
+	l.mu.graveyard = l.mu.graveyard[:0]
 }
 
 // IncrementLogStartOffset raises the log start offset (DeleteRecords, retention) and
@@ -166,23 +255,25 @@ func (l *Log) IncrementLogStartOffset(offset int64) (err error) {
 			return err
 		}
 	}
-	l.deleteSegmentsBelowLocked(offset)
-	return nil
+	return l.deleteSegmentsBelowLocked(offset)
 }
 
-// deleteSegmentsBelowLocked deletes non-active segments whose every offset < off.
-func (l *Log) deleteSegmentsBelowLocked(off int64) {
+// deleteSegmentsBelowLocked deletes non-active segments whose every offset < off
+// (UnifiedLog.deleteSegments: the log start offset has already moved).
+func (l *Log) deleteSegmentsBelowLocked(off int64) error {
 	n := 0
 	for n < len(l.mu.segments)-1 && l.mu.segments[n+1].base <= off {
 		n++
 	}
 	if n == 0 {
-		return
+		return nil
 	}
 	removed := append([]*segment(nil), l.mu.segments[:n]...)
 	l.mu.segments = append(l.mu.segments[:0], l.mu.segments[n:]...)
-	l.bury(removed)
 	l.mu.structGen++
+	if err := l.bury(removed); err != nil {
+		return err
+	}
 	// producer snapshots below the new first segment go too (keep the newest)
 	if offs, err := snapshotOffsets(l.fs, l.dir); err == nil {
 		for i, o := range offs {
@@ -191,6 +282,7 @@ func (l *Log) deleteSegmentsBelowLocked(off int64) {
 			}
 		}
 	}
+	return nil
 }
 
 // DeleteOldSegments applies retention.ms and retention.bytes (when cleanup.policy has
@@ -251,20 +343,24 @@ func (l *Log) advanceStartLocked(newStart int64) error {
 			}
 		}
 	}
-	l.deleteSegmentsBelowLocked(l.mu.logStartOffset)
+	if err := l.deleteSegmentsBelowLocked(l.mu.logStartOffset); err != nil {
+		return err
+	}
 	l.logger.Info("deleted segments", zap.Int64("logStartOffset", l.mu.logStartOffset))
 	return nil
 }
 
-// Maintain does periodic housekeeping: closes removed segment files whose delay has
-// passed and expires idle producer ids.
+// Maintain does periodic housekeeping: deletes the files of removed segments whose
+// file.delete.delay.ms has passed on the log's clock and expires idle producer ids.
 func (l *Log) Maintain() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
 		return
 	}
-	l.closeBuried(false)
+	l.deleteBuriedLocked()
 	l.mu.producers.removeExpired(l.nowMs(), l.mu.cfg.ProducerIDExpirationMs)
 }
 
@@ -337,7 +433,7 @@ func (l *Log) Close() error {
 		for _, s := range l.mu.segments {
 			s.closeFiles()
 		}
-		l.closeBuried(true)
+		l.closeBuried()
 		l.mu.Unlock()
 		l.flushMu.Unlock()
 		l.bg.Wait()
@@ -377,11 +473,11 @@ func (l *Log) closeSegments() error {
 			first = err
 		}
 	}
-	l.closeBuried(true)
+	l.closeBuried()
 	return first
 }
 
-// Delete closes the log and removes its directory.
+// Delete closes the log and removes its directory at once (UnifiedLog.delete).
 func (l *Log) Delete() error {
 	l.flushMu.Lock()
 	l.mu.Lock()
@@ -390,7 +486,7 @@ func (l *Log) Delete() error {
 		for _, s := range l.mu.segments {
 			s.closeFiles()
 		}
-		l.closeBuried(true)
+		l.closeBuried()
 	}
 	err := l.fs.RemoveAll(l.dir)
 	l.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -250,8 +251,17 @@ func (l *Log) loadSegments(o LogOptions) error {
 	for _, e := range ents {
 		name := e.Name()
 		switch {
-		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, ".cleaned"),
-			strings.HasSuffix(name, ".swap"), strings.HasSuffix(name, ".tmp"):
+		case strings.HasSuffix(name, ".checkpoint"+deletedSuffix):
+			// a KRaft snapshot being deleted: raft's to remove (LogLoader skips
+			// SNAPSHOT_DELETE_SUFFIX; KafkaMetadataLog.recoverSnapshots removes it)
+		case strings.HasSuffix(name, deletedSuffix):
+			// a deletion that had not run before the shutdown (lifecycle.go bury):
+			// removed now, as LogLoader.removeTempFilesAndCollectSwapFiles does;
+			// failing to is an I/O error like any other
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		case strings.HasSuffix(name, ".cleaned"), strings.HasSuffix(name, ".swap"), strings.HasSuffix(name, ".tmp"):
 			_ = l.fs.Remove(filepath.Join(l.dir, name))
 		case strings.HasSuffix(name, logSuffix):
 			if b, err := strconv.ParseInt(strings.TrimSuffix(name, logSuffix), 10, 64); err == nil && b >= 0 {

@@ -593,7 +593,7 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 		for _, s := range ml.log.mu.segments {
 			s.closeFiles()
 		}
-		ml.log.closeBuried(true)
+		ml.log.closeBuried()
 	}
 	ml.log.mu.Unlock()
 	ml.log.flushMu.Unlock()

@@ -35,7 +35,9 @@ type segment struct {
 	missingIndex    bool // an index file did not exist when opened: rebuild
 	txnRebuild      bool // recovered: the transaction index is rebuilt by the replay
 	// suffix follows every file name: "" for a live segment, ".cleaned" while the
-	// log cleaner writes it (LogFileUtils.CLEANED_FILE_SUFFIX).
+	// log cleaner writes it (LogFileUtils.CLEANED_FILE_SUFFIX), ".swap" while it is
+	// swapped in, ".deleted" once removed from the log and waiting for
+	// file.delete.delay.ms (LogFileUtils.DELETED_FILE_SUFFIX).
 	suffix string
 }
 
@@ -531,8 +533,10 @@ func (s *segment) close() error {
 	return err
 }
 
-// removeFiles deletes the segment's files (not closing them: readers may still hold
-// a FileRegion; the Log closes them later).
+// removeFiles deletes the segment's files at once, without closing them. Only for
+// segments nobody reads: a cleaning given up, garbage found while loading. A
+// segment of a live log goes through changeFileSuffixes(deletedSuffix) and
+// deleteIfExists instead (Log.bury).
 func (s *segment) removeFiles() error {
 	var first error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
@@ -541,4 +545,34 @@ func (s *segment) removeFiles() error {
 		}
 	}
 	return first
+}
+
+// changeFileSuffixes renames the segment's files from their current suffix to
+// suffix (LogSegment.changeFileSuffixes). The .log must exist; a missing index,
+// time index or transaction index is no error (LazyIndex.renameTo,
+// TransactionIndex.renameTo: the index may never have been written). Open
+// descriptors are unaffected by a rename, so readers holding the segment (a
+// FileRegion in a sendfile, the cleaner) go on reading. Like Kafka
+// (Utils.atomicMoveWithFallback without a parent flush) the directory is not
+// fsynced here.
+func (s *segment) changeFileSuffixes(suffix string) error {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+		err := s.fs.Rename(segmentName(s.dir, s.base, suf+s.suffix), segmentName(s.dir, s.base, suf+suffix))
+		if err != nil && (suf == logSuffix || !errors.Is(err, os.ErrNotExist)) {
+			return err
+		}
+	}
+	s.suffix = suffix
+	if s.txn != nil {
+		s.txn.name = segmentName(s.dir, s.base, txnIndexSuffix+suffix)
+	}
+	return nil
+}
+
+// deleteIfExists closes the segment's files and removes them under their current
+// names (LogSegment.deleteIfExists: every file is tried, the first error returned;
+// a file already gone is no error).
+func (s *segment) deleteIfExists() error {
+	_ = s.closeFiles() // a close error changes nothing: the files go
+	return s.removeFiles()
 }
