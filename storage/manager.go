@@ -81,8 +81,9 @@ type Manager struct {
 		// deleted.
 		unloaded map[TopicPartition]string
 	}
-	cleaner cleanerState
-	ckptMu  sync.Mutex // serializes checkpoint file writes
+	cleaner    cleanerState
+	dirDeletes dirDeletions // -delete directories waiting for removal (delete.go)
+	ckptMu     sync.Mutex   // serializes checkpoint file writes
 
 	hadClean     map[string]bool
 	prevEpoch    int64
@@ -335,10 +336,9 @@ func (m *Manager) loadDir(dir string) (parts []TopicPartition, listed bool, _ er
 		case tp.Topic == metadataTopic:
 			continue // raft's
 		case suffix == "-delete":
-			// a deletion that did not finish before the shutdown
-			if err := fs.RemoveAll(filepath.Join(dir, name)); err != nil {
-				m.logger.Warn("removing deleted log dir", zap.String("dir", name), zap.Error(err))
-			}
+			// a deletion that did not finish before the shutdown: removed
+			// file.delete.delay.ms from now (delete.go)
+			m.scheduleDirDeletion(filepath.Join(dir, name), dir, nil)
 			continue
 		case suffix != "":
 			continue // -stray and -future logs are not served
@@ -570,7 +570,8 @@ func deleteDirName(tp TopicPartition) string {
 }
 
 // DeleteLog closes the log of tp, renames its directory to
-// <topic>-<partition>.<uuid>-delete and removes it.
+// <topic>-<partition>.<uuid>-delete and removes it file.delete.delay.ms later
+// (LogManager.asyncDelete; delete.go).
 func (m *Manager) DeleteLog(tp TopicPartition) error {
 	m.mu.Lock()
 	ml, ok := m.mu.logs[tp]
@@ -586,27 +587,7 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	if !ok {
 		return nil
 	}
-	ml.log.flushMu.Lock()
-	ml.log.mu.Lock()
-	if !ml.log.mu.closed {
-		ml.log.mu.closed = true
-		for _, s := range ml.log.mu.segments {
-			s.closeFiles()
-		}
-		ml.log.closeBuried()
-	}
-	ml.log.mu.Unlock()
-	ml.log.flushMu.Unlock()
-	ml.log.bg.Wait()
-	dst := filepath.Join(ml.dir, deleteDirName(tp))
-	if err := m.o.FS.Rename(ml.log.Dir(), dst); err != nil {
-		return err
-	}
-	if err := m.o.FS.SyncDir(ml.dir); err != nil {
-		return err
-	}
-	m.logger.Info("deleted log", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition))
-	return m.o.FS.RemoveAll(dst)
+	return m.asyncDeleteLog(tp, ml)
 }
 
 // readOffsetCheckpoint reads "<topic> <partition> <offset>" entries.
@@ -759,6 +740,7 @@ func (m *Manager) Maintain() error {
 	if doLSO || doRet {
 		note(m.checkpointLogStart())
 	}
+	note(m.deleteDueDirs())
 	return first
 }
 
@@ -817,6 +799,7 @@ func (m *Manager) Close() error {
 	m.stopCleaner()
 	m.maintainLock.Lock()
 	defer m.maintainLock.Unlock()
+	m.dropDirDeletions()
 	m.mu.Lock()
 	err := m.closeLogs()
 	epoch := m.mu.brokerEpoch
