@@ -94,12 +94,16 @@ func TestLogDirLoadFailure(t *testing.T) {
 	if l, err := m.GetOrCreateLog(TopicPartition{"t", 3}, [16]byte{7}, DefaultConfig()); err != nil || l != l3 {
 		t.Fatalf("GetOrCreateLog(t-3): %v %v", l, err)
 	}
-	// t-1 did not load: it is not created empty in /d1
-	if _, ok := m.Log(TopicPartition{"t", 1}); ok {
-		t.Fatal("t-1 loaded")
+	// t-1 did not load: an offline stub stands for it, it is not created empty in /d1
+	l1, err := m.GetOrCreateLog(TopicPartition{"t", 1}, [16]byte{7}, DefaultConfig())
+	if err != nil || !l1.Offline() || l1.Dir() != "/d2/t-1" {
+		t.Fatalf("GetOrCreateLog(t-1): %v %v", l1, err)
 	}
-	if _, err := m.GetOrCreateLog(TopicPartition{"t", 1}, [16]byte{7}, DefaultConfig()); !errors.Is(err, errKafkaStorage) {
-		t.Fatalf("GetOrCreateLog(t-1): %v", err)
+	if _, err := l1.AppendAsLeader(batch(clk.Ms(), 1), 0); !errors.Is(err, errKafkaStorage) {
+		t.Fatalf("append to t-1: %v", err)
+	}
+	if _, err := l1.Read(0, 1<<20, 1<<62, true); !errors.Is(err, errKafkaStorage) {
+		t.Fatalf("read t-1: %v", err)
 	}
 	if _, err := mem.Stat("/d1/t-1"); !os.IsNotExist(err) {
 		t.Fatalf("t-1 created in /d1: %v", err)
@@ -160,15 +164,18 @@ func TestLogDirUnlistable(t *testing.T) {
 	if len(m.Logs()) != 2 {
 		t.Fatalf("%d logs", len(m.Logs()))
 	}
-	if _, err := m.GetOrCreateLog(TopicPartition{"t", 1}, [16]byte{7}, DefaultConfig()); !errors.Is(err, errKafkaStorage) {
-		t.Fatalf("GetOrCreateLog(t-1): %v", err)
+	if l, err := m.GetOrCreateLog(TopicPartition{"t", 1}, [16]byte{7}, DefaultConfig()); err != nil || !l.Offline() || l.Dir() != "/d2/t-1" {
+		t.Fatalf("GetOrCreateLog(t-1): %v %v", l, err)
 	}
-	if _, err := m.GetOrCreateLog(TopicPartition{"t", 9}, [16]byte{7}, DefaultConfig()); err != nil {
-		t.Fatalf("a partition not in the failed dir: %v", err)
+	if l, err := m.GetOrCreateLog(TopicPartition{"t", 9}, [16]byte{7}, DefaultConfig()); err != nil || l.Offline() || !strings.HasPrefix(l.Dir(), "/d1/") {
+		t.Fatalf("a partition not in the failed dir: %v %v", l, err)
 	}
 	// once the partition is deleted, it may be created again
 	if err := m.DeleteLog(TopicPartition{"t", 1}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := mem.Stat("/d2/t-1/00000000000000000000.log"); err != nil {
+		t.Fatalf("deleting the stub reached the failed dir: %v", err)
 	}
 	if l, err := m.GetOrCreateLog(TopicPartition{"t", 1}, [16]byte{9}, DefaultConfig()); err != nil || !strings.HasPrefix(l.Dir(), "/d1/") {
 		t.Fatalf("t-1 after its deletion: %v %v", l, err)

@@ -76,10 +76,9 @@ type Manager struct {
 		lastRetain  int64
 		lastFlush   int64
 		offline     map[string]bool // log dirs taken offline by an I/O error
-		// unloaded: partitions found in a log dir that failed while loading,
-		// whose log the Manager does not hold (see GetOrCreateLog); "" once
-		// deleted.
-		unloaded map[TopicPartition]string
+		// released: partitions deleted since the start, which a log dir that
+		// could not be listed at startup is no longer asked for (offlineDirLocked)
+		released map[TopicPartition]bool
 	}
 	cleaner    cleanerState
 	dirDeletes dirDeletions // -delete directories waiting for removal (delete.go)
@@ -97,6 +96,9 @@ type Manager struct {
 type managedLog struct {
 	log *Log
 	dir string // the log dir holding it
+	// stub: log stands for one that did not load in a dir that failed at startup
+	// (offlineStub)
+	stub bool
 }
 
 // cleanShutdownJSON is what CleanShutdownFileHandler writes: a Jackson-serialized
@@ -166,7 +168,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	m := &Manager{o: o, logger: o.Logger, hadClean: map[string]bool{}, prevEpoch: -1, unlisted: map[string]bool{}}
 	m.mu.logs = map[TopicPartition]*managedLog{}
 	m.mu.offline = map[string]bool{}
-	m.mu.unloaded = map[TopicPartition]string{}
+	m.mu.released = map[TopicPartition]bool{}
 	m.initCleaner()
 	m.mu.brokerEpoch = o.BrokerEpoch
 	now := o.Now().UnixMilli()
@@ -222,15 +224,19 @@ func (m *Manager) allDirsFailed() error {
 		Err: fmt.Errorf("shutdown broker because all log dirs in %s have failed", strings.Join(m.o.LogDirs, ", "))}
 }
 
-// loadFailed takes a log dir that failed while loading offline: the partitions of
-// it (parts, when the dir could be listed) without a loaded log are remembered so
-// that GetOrCreateLog does not create them empty in another dir, and its loaded logs
-// go offline.
+// loadFailed takes a log dir that failed while loading offline: its loaded logs go
+// offline and the partitions of it (parts, when the dir could be listed) that did
+// not load get an offline stub (offlineStub), so that none is created empty in
+// another dir.
 func (m *Manager) loadFailed(dir string, parts []TopicPartition, listed bool, cause error) {
 	m.mu.Lock()
 	for _, tp := range parts {
-		if ml, ok := m.mu.logs[tp]; !ok || ml.dir != dir {
-			m.mu.unloaded[tp] = dir
+		if _, ok := m.mu.logs[tp]; !ok {
+			if l, err := m.offlineStub(dir, tp, [16]byte{}); err == nil {
+				m.mu.logs[tp] = &managedLog{log: l, dir: dir, stub: true}
+			} else {
+				m.logger.Error("stub for a partition of a failed log dir", zap.Stringer("partition", tp), zap.Error(err))
+			}
 		}
 	}
 	if !listed {
@@ -488,8 +494,13 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if tp.Topic == "" || tp.Partition < 0 || tp.DirName() == MetadataPartitionDir {
 		return nil, fmt.Errorf("storage: invalid partition %q", tp)
 	}
-	if err := m.inFailedDirLocked(tp); err != nil {
-		return nil, err
+	if dir, ok := m.offlineDirLocked(tp); ok {
+		l, err := m.offlineStub(dir, tp, topicID)
+		if err != nil {
+			return nil, err
+		}
+		m.mu.logs[tp] = &managedLog{log: l, dir: dir, stub: true}
+		return l, nil
 	}
 	counts := map[string]int{}
 	for _, ml := range m.mu.logs {
@@ -529,31 +540,50 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	return l, nil
 }
 
-// inFailedDirLocked refuses to create a log for a partition that may have one in a
-// log dir that failed at startup: an empty log elsewhere would stand in for its data
-// (Kafka's Partition.createLogInAssignedDirectoryId skips creating a log while "there
-// are potentially offline log directories and log may already exist there"; kgo's
+// offlineDirLocked finds a partition without a log in a log dir that failed at
+// startup before it could be listed, by asking that dir for the partition's
+// directory; a partition deleted since is not looked for. m.mu is held.
+//
+// A partition found in a failed dir gets an offline stub rather than an empty log
+// in another dir, which would stand in for its data: Kafka's
+// Partition.createLogInAssignedDirectoryId skips creating a log while "there are
+// potentially offline log directories and log may already exist there"; kgo's
 // controller leaves the replicas of a broker with several log dirs unassigned, so
-// the Manager checks the dir itself). A dir that could not even be listed is asked
-// for the partition's directory. m.mu is held.
-func (m *Manager) inFailedDirLocked(tp TopicPartition) error {
-	dir, ok := m.mu.unloaded[tp]
-	if ok && dir == "" {
-		return nil // deleted since: it may be created
+// the Manager looks in the dir itself.
+func (m *Manager) offlineDirLocked(tp TopicPartition) (string, bool) {
+	if m.mu.released[tp] {
+		return "", false
 	}
-	if !ok {
-		for d := range m.unlisted {
-			if _, err := m.o.FS.Stat(filepath.Join(d, tp.DirName())); !os.IsNotExist(err) {
-				m.mu.unloaded[tp], dir, ok = d, d, true
-				break
-			}
+	for _, d := range m.o.LogDirs {
+		if !m.unlisted[d] {
+			continue
+		}
+		if _, err := m.o.FS.Stat(filepath.Join(d, tp.DirName())); !os.IsNotExist(err) {
+			return d, true
 		}
 	}
-	if !ok {
-		return nil
+	return "", false
+}
+
+// offlineStub stands for the log of a partition in a log dir that failed at
+// startup, which did not load: an empty log on a private in-memory file system,
+// offline and closed, so that the partition answers KAFKA_STORAGE_ERROR as the logs
+// of a dir failed at run time do, and nothing reaches the failed dir through it.
+func (m *Manager) offlineStub(dir string, tp TopicPartition, topicID [16]byte) (*Log, error) {
+	cfg := m.o.Config
+	if m.o.ConfigFor != nil {
+		cfg = m.o.ConfigFor(tp)
 	}
-	return &StorageError{Dir: filepath.Join(dir, tp.DirName()),
-		Err: errors.New("the log dir holding the partition failed at startup; it is offline until the broker restarts")}
+	cfg.SegmentIndexBytes = 4096 // nothing is appended: a small preallocation
+	l, err := OpenLog(LogOptions{FS: vfs.NewMem(), Dir: filepath.Join(dir, tp.DirName()), Config: cfg, Now: m.o.Now,
+		Logger:           m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition)),
+		HadCleanShutdown: true, TopicID: topicID})
+	if err != nil {
+		return nil, err
+	}
+	l.setOffline()
+	_ = l.Close()
+	return l, nil
 }
 
 // deleteDirName is <topic>-<partition>.<uuid hex>-delete with the topic cut so the
@@ -578,13 +608,13 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	if ok {
 		delete(m.mu.logs, tp)
 	}
-	// a partition left in a failed log dir: released, its files stay there (Kafka
-	// finds such a replica stray when the dir is back)
-	if _, was := m.mu.unloaded[tp]; was || len(m.unlisted) > 0 {
-		m.mu.unloaded[tp] = ""
+	if len(m.unlisted) > 0 {
+		m.mu.released[tp] = true
 	}
 	m.mu.Unlock()
-	if !ok {
+	if !ok || ml.stub {
+		// a partition left in a failed log dir: its files stay there (Kafka finds
+		// such a replica stray when the dir is back)
 		return nil
 	}
 	return m.asyncDeleteLog(tp, ml)
