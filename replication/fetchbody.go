@@ -3,16 +3,12 @@ package replication
 import (
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/storage"
-	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
 // The zero-copy Fetch response body. A FetchResponse is encoded by hand for
@@ -260,54 +256,15 @@ func (f *fetchBody) WriteTo(w io.Writer) (int64, error) {
 	return total, nil
 }
 
-// writeRegion writes a file region. When w is an io.ReaderFrom (the
-// protocol's buffered connection writer, whose ReadFrom reaches
-// net.TCPConn.ReadFrom and so sendfile) and the file has an OS descriptor,
-// the segment is reopened through /proc/self/fd to get a private file
-// offset (sendfile through net.TCPConn uses and moves the file offset, which
-// concurrent readers of the segment share), positioned and handed to
-// ReadFrom limited to the region. Otherwise the region copies itself
-// (storage.FileRegion.WriteTo: sendfile with an explicit offset when w is
-// the socket itself, ReadAt + Write else).
+// writeRegion writes a file region: w is the protocol's response writer,
+// whose SyscallConn flushes what was buffered and hands out the socket, so
+// storage.FileRegion.WriteTo sends the region with sendfile(2) at an explicit
+// offset, holding the segment's descriptor for the duration (ReadAt + Write
+// when there is no descriptor, as with the in-memory file system).
 func writeRegion(w io.Writer, r storage.FileRegion) (int64, error) {
-	if r.Len <= 0 {
-		return 0, nil
-	}
-	rf, ok := w.(io.ReaderFrom)
-	if !ok || r.File == nil || r.File.Fd() == vfs.NoFd {
-		return r.WriteTo(w)
-	}
-	f, err := os.Open("/proc/self/fd/" + strconv.FormatUint(uint64(r.File.Fd()), 10))
-	if err != nil {
-		return r.WriteTo(w)
-	}
-	defer f.Close()
-	if !sameFile(f, r.File) {
-		// The descriptor was closed and reused meanwhile: let the region
-		// report its own error.
-		return r.WriteTo(w)
-	}
-	if _, err := f.Seek(r.Pos, io.SeekStart); err != nil {
-		return r.WriteTo(w)
-	}
-	n, err := rf.ReadFrom(&io.LimitedReader{R: f, N: r.Len})
+	n, err := r.WriteTo(w)
 	if err == nil && n != r.Len {
 		err = fmt.Errorf("segment %s is shorter than the fetched region: %w", r.File.Name(), io.ErrUnexpectedEOF)
 	}
 	return n, err
-}
-
-// sameFile reports whether f and g are the same inode.
-func sameFile(f *os.File, g vfs.File) bool {
-	fi, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	gi, err := g.Stat()
-	if err != nil {
-		return false
-	}
-	a, ok1 := fi.Sys().(*syscall.Stat_t)
-	b, ok2 := gi.Sys().(*syscall.Stat_t)
-	return ok1 && ok2 && a.Dev == b.Dev && a.Ino == b.Ino
 }

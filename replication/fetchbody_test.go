@@ -7,6 +7,7 @@ import (
 	"net"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 
@@ -174,6 +175,9 @@ func TestFetchBodyOverTCP(t *testing.T) {
 	if err := bw.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	if bw.rawConns != 1 {
+		t.Fatalf("the region took the copy path (%d SyscallConn calls)", bw.rawConns)
+	}
 	c.Close()
 	got := <-recv
 	exp := append(append(append([]byte("head"), 0, 0, 0, 0), want...), "tail"...)
@@ -186,8 +190,9 @@ func TestFetchBodyOverTCP(t *testing.T) {
 // bufferedConn is a minimal bufio.Writer stand-in that records whether
 // ReadFrom reached the connection.
 type bufferedConn struct {
-	c   net.Conn
-	buf []byte
+	c        net.Conn
+	buf      []byte
+	rawConns int // SyscallConn calls: regions sent with sendfile
 }
 
 func newBufferedConn(c net.Conn) *bufferedConn { return &bufferedConn{c: c} }
@@ -201,6 +206,16 @@ func (b *bufferedConn) Flush() error {
 	_, err := b.c.Write(b.buf)
 	b.buf = b.buf[:0]
 	return err
+}
+
+// SyscallConn flushes and hands out the socket, as protocol's response
+// writer does, so that regions go out with sendfile.
+func (b *bufferedConn) SyscallConn() (syscall.RawConn, error) {
+	if err := b.Flush(); err != nil {
+		return nil, err
+	}
+	b.rawConns++
+	return b.c.(syscall.Conn).SyscallConn()
 }
 
 func (b *bufferedConn) ReadFrom(r io.Reader) (int64, error) {

@@ -40,27 +40,46 @@ func (r FileRegion) ReadAll() ([]byte, error) {
 const sendfileChunk = 1 << 20
 
 // WriteTo writes the region to w. When w exposes a socket (syscall.Conn, as *net.TCPConn
-// does) and the file has an OS descriptor, it uses sendfile(2) with an explicit offset
-// (the file's own offset never moves, so concurrent readers are safe); otherwise it
+// and the protocol's response writer do) and the file is an OS file, it uses
+// sendfile(2) with an explicit offset: the file's own offset never moves, so
+// concurrent readers are safe, and nothing is copied through user space. Otherwise it
 // copies with ReadAt + Write.
 func (r FileRegion) WriteTo(w io.Writer) (int64, error) {
 	if r.Len <= 0 {
 		return 0, nil
 	}
 	if sc, ok := w.(syscall.Conn); ok && r.File != nil && r.File.Fd() != vfs.NoFd {
-		if n, err, handled := r.sendfile(sc); handled {
-			return n, err
+		if fc, ok := r.File.(syscall.Conn); ok {
+			if n, err, handled := r.sendfile(fc, sc); handled {
+				return n, err
+			}
 		}
 	}
 	return r.copyTo(w, 0)
 }
 
-func (r FileRegion) sendfile(sc syscall.Conn) (written int64, err error, handled bool) {
+// sendfile runs inside the file's RawConn.Control, which holds a reference on the
+// descriptor: a segment closed meanwhile (retention, truncation, shutdown) keeps its
+// descriptor until the send ends, so the number can't be reused by another file
+// under us. No reopen through /proc/self/fd and no fstat per fetch.
+func (r FileRegion) sendfile(fc, sc syscall.Conn) (written int64, err error, handled bool) {
+	frc, err := fc.SyscallConn()
+	if err != nil {
+		return 0, nil, false
+	}
+	if cerr := frc.Control(func(infd uintptr) {
+		written, err, handled = r.sendfileFrom(int(infd), sc)
+	}); cerr != nil {
+		return 0, nil, false // closed already: copyTo reports it
+	}
+	return written, err, handled
+}
+
+func (r FileRegion) sendfileFrom(infd int, sc syscall.Conn) (written int64, err error, handled bool) {
 	rc, err := sc.SyscallConn()
 	if err != nil {
 		return 0, nil, false
 	}
-	infd := int(r.File.Fd())
 	off := r.Pos
 	remain := r.Len
 	var serr error

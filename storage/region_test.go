@@ -93,6 +93,52 @@ func TestFileRegionSendfile(t *testing.T) {
 	}
 }
 
+// A region of a segment file that was closed is an error, never the bytes of
+// whatever file got the descriptor's number next.
+func TestFileRegionClosedFile(t *testing.T) {
+	dir := t.TempDir()
+	f, err := vfs.Default.Create(filepath.Join(dir, "a.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(bytes.Repeat([]byte{'a'}, 4096))
+	r := FileRegion{File: f, Pos: 0, Len: 4096}
+	f.Close()
+	g, err := os.Create(filepath.Join(dir, "b.log")) // likely the same descriptor number
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.Write(bytes.Repeat([]byte{'b'}, 4096))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skip("no loopback:", err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		got <- b
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.WriteTo(c); err == nil {
+		t.Fatalf("WriteTo of a closed file sent %d bytes without an error", n)
+	}
+	c.Close()
+	if b := <-got; bytes.Contains(b, []byte{'b'}) {
+		t.Fatal("sent another file's bytes")
+	}
+}
+
 // TestKafkaDumpLogSegments checks the files with Apache Kafka's own DumpLogSegments
 // when KGO_KAFKA_LIBS points at Kafka's libs directory (skipped otherwise).
 func TestKafkaDumpLogSegments(t *testing.T) {
