@@ -143,6 +143,7 @@ func (n *Node) start(ctx context.Context) error {
 		logs, err := storage.OpenManager(storage.ManagerOptions{
 			FS:                        n.nc.FS,
 			LogDirs:                   cfg.LogDirs,
+			Config:                    storageDefaults(cfg.TopicDefaults()),
 			Now:                       now,
 			Logger:                    n.logger.Named("storage"),
 			FlushCheckIntervalMs:      cfg.Long("log.flush.scheduler.interval.ms"),
@@ -574,4 +575,19 @@ var supportedFeatures = []struct {
 	{"kraft.version", 0, 0},
 	{"group.version", 0, 1},
 	{"transaction.version", 0, 2},
+}
+
+// storageDefaults is the broker-wide topic config (the log.* synonyms) as the
+// storage Manager's default: logs found at startup and the partition dirs it
+// deletes (log.segment.delete.delay.ms) follow it until the metadata image gives
+// each topic its own. Keys storage does not know, or bad values (which
+// replication logs when it applies them), are skipped.
+func storageDefaults(topicDefaults map[string]string) storage.Config {
+	cfg := storage.DefaultConfig()
+	for k, v := range topicDefaults {
+		if c, err := cfg.With(map[string]string{k: v}); err == nil {
+			cfg = c
+		}
+	}
+	return cfg
 }

@@ -222,7 +222,7 @@ func TestNodeSnapshotRestart(t *testing.T) {
 			t.Fatalf("files after cleaning: %v", names)
 		}
 		for _, nm := range names {
-			if strings.HasSuffix(nm, ".part") || strings.HasSuffix(nm, ".deleted") {
+			if strings.HasSuffix(nm, ".part") || strings.HasSuffix(nm, ".checkpoint.deleted") {
 				t.Fatalf("leftover %s", nm)
 			}
 		}
@@ -612,7 +612,7 @@ func TestNodeSnapshotRecovery(t *testing.T) {
 		defer n2.Close()
 		names := dirNames(t, fs, pdir)
 		for _, nm := range names {
-			if strings.HasSuffix(nm, ".part") || strings.HasSuffix(nm, ".deleted") || nm == SnapshotFileName(old) {
+			if strings.HasSuffix(nm, ".part") || strings.HasSuffix(nm, ".checkpoint.deleted") || nm == SnapshotFileName(old) {
 				t.Fatalf("%s survived recovery: %v", nm, names)
 			}
 		}

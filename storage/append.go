@@ -292,7 +292,9 @@ func (l *Log) rollLocked(newBase int64, cfg Config, nowMs int64) error {
 	if old.size == 0 {
 		// an empty active segment is replaced (closed later: a flush may hold it)
 		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
-		l.bury([]*segment{old})
+		if err := l.bury([]*segment{old}); err != nil {
+			return err
+		}
 	} else if err := old.onBecomeInactive(); err != nil {
 		return err
 	}
