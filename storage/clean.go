@@ -39,8 +39,9 @@ import (
 //     the base timestamp with attribute bit 6, and once it has passed the tombstones
 //     (and markers) go;
 //  4. swaps it in: fsync the cleaned files, rename them .cleaned -> .swap (the
-//     .log last: its .swap name is the commit point), fsync the directory, remove
-//     the old segments' files, fsync, rename .swap -> final names, fsync.
+//     .log last: its .swap name is the commit point), fsync the directory, rename
+//     the old segments' files .deleted (removed file.delete.delay.ms later), fsync,
+//     rename .swap -> final names, fsync (LocalLog.replaceSegments).
 //
 // On open (completeSwaps) a <base>.log.swap means the swap committed: every other
 // segment with a base offset in [base, next offset of the swap) is removed and the
