@@ -164,6 +164,7 @@ func TestThroughputReport(t *testing.T) {
 			{"default flush policy, 1 appender", math.MaxInt64, 1, 1},
 			{"flush.messages=1, 8 appenders (group commit)", 1, 8, 4},
 			{"flush.messages=1, 32 appenders (group commit)", 1, 32, 4},
+			{"flush.messages=1, 64 appenders (group commit)", 1, 64, 4},
 		} {
 			i++
 			dir := filepath.Join(root, fmt.Sprintf("t-%d", i))
