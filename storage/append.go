@@ -224,8 +224,11 @@ func (l *Log) needFlush(cfg Config) durableWait {
 
 // durableLocked is the offset below which every record is on disk. l.mu must be held.
 func (l *Log) durableLocked() int64 {
-	if l.mu.durableGen == l.mu.structGen {
-		return max(l.mu.durable, l.mu.recoveryPoint)
+	l.durable.Lock()
+	upTo, gen := l.durable.upTo, l.durable.gen
+	l.durable.Unlock()
+	if gen == l.mu.structGen {
+		return max(upTo, l.mu.recoveryPoint)
 	}
 	return l.mu.recoveryPoint
 }
@@ -588,15 +591,20 @@ func (l *Log) syncData() (upTo, gen int64, err error) {
 			return 0, 0, err
 		}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
-	if l.mu.structGen == gen { // else the retention or a compaction swap moved on
-		if l.mu.durableGen != gen {
-			l.mu.durable, l.mu.durableGen = 0, gen
-		}
-		l.mu.durable = max(l.mu.durable, upTo)
+	if syncDir {
+		l.mu.Lock()
+		l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
+		l.mu.Unlock()
 	}
+	// structGen changes only under flushMu (truncation, retention, a compaction
+	// swap), which this round holds: gen is still current. Not l.mu: taking it
+	// exclusively would queue this round's result behind every waiting appender.
+	l.durable.Lock()
+	if l.durable.gen != gen {
+		l.durable.upTo, l.durable.gen = 0, gen
+	}
+	l.durable.upTo = max(l.durable.upTo, upTo)
+	l.durable.Unlock()
 	return upTo, gen, nil
 }
 

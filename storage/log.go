@@ -147,11 +147,15 @@ type Log struct {
 		// firstDirty is the cleaner's checkpoint: offsets below it are cleaned
 		// (cleaner-offset-checkpoint); -1 when unknown.
 		firstDirty int64
-		// durable: every offset below it is in fdatasynced .log files (group
-		// commit, see syncTo); it may run ahead of the recovery point, which also
-		// covers the indexes. Valid only while structGen == durableGen: a
-		// truncation or a segment swap makes it fall back to the recovery point.
-		durable, durableGen int64
+	}
+	// durable: every offset below upTo is in fdatasynced .log files (group
+	// commit, see syncTo); it may run ahead of the recovery point, which also
+	// covers the indexes. Valid only while mu.structGen == gen: a truncation or
+	// a segment swap makes it fall back to the recovery point. Its own lock, so
+	// that a sync publishes its result without queueing behind appenders on mu.
+	durable struct {
+		sync.Mutex
+		upTo, gen int64
 	}
 	// commit coordinates the waiters of group commit (syncTo).
 	commit struct {
