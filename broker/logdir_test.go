@@ -157,6 +157,29 @@ func TestNodeLogDirFailedAtStartup(t *testing.T) {
 	}
 	stopNode(t, n)
 
+	// at run time: the non-metadata dir failing leaves the node up; then the
+	// metadata log dir failing halts it (Fatal)
+	n, _ = newTwoDirNode(t, d1, d2, nil)
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.logs.FailDir(d2, vfs.ErrInjected)
+	select {
+	case err := <-n.Fatal():
+		t.Fatalf("one of two dirs failed, not the metadata one: %v", err)
+	default:
+	}
+	n.logs.FailDir(d1, vfs.ErrInjected)
+	select {
+	case err := <-n.Fatal():
+		if !strings.Contains(err.Error(), "metadata log dir "+d1+" has failed") {
+			t.Fatalf("fatal: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the metadata log dir failed and the node goes on")
+	}
+	stopNode(t, n)
+
 	// the metadata log dir failing stops the node
 	n, _ = newTwoDirNode(t, d1, d2, fail(filepath.Join(d1, "two-"+strconv.Itoa(int(inD1)))))
 	err = n.Start()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,8 @@ type Node struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	fatal chan error // cap 1: see Fatal
 }
 
 // NewNode builds a node; nothing is opened until Start.
@@ -76,7 +79,20 @@ func NewNode(nc NodeConfig) (*Node, error) {
 	if nc.FS == nil {
 		nc.FS = vfs.Default
 	}
-	return &Node{nc: nc, cfg: nc.Config, logger: nc.Logger}, nil
+	return &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1)}, nil
+}
+
+// Fatal delivers the reason the node must stop at once: every log dir failed
+// (LogManager.handleLogDirFailure) or the one holding the metadata log did
+// (ReplicaManager.handleLogDirFailure). Kafka halts the process; the caller
+// should exit without a clean shutdown.
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+func (n *Node) fail(err error) {
+	select {
+	case n.fatal <- err:
+	default:
+	}
 }
 
 // Start opens storage, joins the metadata quorum and opens the listeners.
@@ -176,6 +192,15 @@ func (n *Node) start(ctx context.Context) error {
 				n.logger.Error("log directory failed and is offline", zap.String("dir", dir))
 				if n.lifecycle != nil {
 					n.lifecycle.poke()
+				}
+				if n.logs == nil {
+					return // loading: start() decides below
+				}
+				switch {
+				case dir == cfg.MetadataLogDir:
+					n.fail(fmt.Errorf("shutdown broker because the metadata log dir %s has failed", dir))
+				case len(n.logs.OfflineDirs()) == len(cfg.LogDirs):
+					n.fail(fmt.Errorf("shutdown broker because all log dirs in %s have failed", strings.Join(cfg.LogDirs, ", ")))
 				}
 			},
 		})

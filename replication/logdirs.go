@@ -7,6 +7,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/storage"
@@ -25,7 +26,8 @@ type LogDirLister interface {
 // with their size in bytes, offset lag 0 and is_future false; v4 adds the
 // file system's total and usable bytes (statfs; Long.MAX_VALUE when the
 // value overflows, as Kafka's adjustForLargeFileSystems does). A dir that
-// cannot be examined answers KAFKA_STORAGE_ERROR with no topics.
+// cannot be examined, or is offline, answers KAFKA_STORAGE_ERROR with no
+// topics.
 func (rm *ReplicaManager) DescribeLogDirs(req *kmsg.DescribeLogDirsRequest) *kmsg.DescribeLogDirsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	lister, ok := rm.cfg.Logs.(LogDirLister)
@@ -60,6 +62,13 @@ func (rm *ReplicaManager) DescribeLogDirs(req *kmsg.DescribeLogDirsRequest) *kms
 		}
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = abs
+		if o, ok := lister.(interface{ DirOffline(string) bool }); ok && o.DirOffline(d) {
+			// KIP-112: an offline dir answers KAFKA_STORAGE_ERROR and nothing else
+			// (ReplicaManager.describeLogDirs throws KafkaStorageException for it)
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
 		if req.Version >= 4 {
 			rd.TotalBytes, rd.UsableBytes = diskSpace(abs)
 		}

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -329,6 +330,31 @@ func TestDescribeLogDirs(t *testing.T) {
 	if parts != 1 {
 		t.Fatalf("%d partitions for one asked", parts)
 	}
+	// KIP-112: an offline dir answers KAFKA_STORAGE_ERROR and no topics; the
+	// other one is still described
+	m.FailDir(dirs[0], errors.New("injected"))
+	req.Topics = nil
+	resp = h.rm.DescribeLogDirs(req)
+	if len(resp.Dirs) != 2 {
+		t.Fatalf("%d dirs", len(resp.Dirs))
+	}
+	for _, d := range resp.Dirs {
+		offline := d.Dir == mustAbs(t, dirs[0])
+		switch {
+		case offline && (d.ErrorCode != kerr.KafkaStorageError.Code || len(d.Topics) != 0):
+			t.Fatalf("offline dir: %+v", d)
+		case !offline && (d.ErrorCode != 0 || d.TotalBytes <= 0):
+			t.Fatalf("online dir: %+v", d)
+		}
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func TestConfigChangeApplied(t *testing.T) {

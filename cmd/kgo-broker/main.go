@@ -280,7 +280,14 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	logger.Info("kgo-broker started", zap.Int32("node.id", cfg.NodeID), zap.String("cluster.id", clusterID))
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-n.Fatal():
+		// Kafka's Exit.halt(1): no clean shutdown (no clean-shutdown marker,
+		// so the next start recovers every log past its recovery point)
+		logger.Error("halting", zap.Error(err))
+		return 1
+	}
 	stop()
 	logger.Info("shutting down", zap.Duration("timeout", o.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)

@@ -159,6 +159,8 @@ func (f *fakeNode) Start() error {
 	return f.startErr
 }
 
+func (f *fakeNode) Fatal() <-chan error { return nil }
+
 func (f *fakeNode) Shutdown(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -13,6 +13,10 @@ import (
 type node interface {
 	Start() error
 	Shutdown(ctx context.Context) error
+	// Fatal delivers an error after which the node must not go on (every log
+	// dir failed, or the metadata log dir did): main exits 1 at once, as Kafka
+	// halts.
+	Fatal() <-chan error
 }
 
 // nodeConfig is what main hands the node (broker.NodeConfig's fields).
