@@ -27,6 +27,7 @@ package broker
 import (
 	"context"
 	"sort"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -159,8 +160,14 @@ func (b *Broker) metadataTopic(img *metadatacache.Image, t *metadatacache.Topic,
 
 // autoCreateTopics asks the controller to create topics with the broker's
 // defaults without waiting for the answer; the client's next Metadata
-// request sees the result (AutoTopicCreationManager).
+// request sees the result (AutoTopicCreationManager). A topic whose creation
+// is already in flight is not asked for again (its inflightTopics): clients
+// retry Metadata every few ms while a topic is being created.
 func (b *Broker) autoCreateTopics(names []string) {
+	names = b.autoCreating.claim(names)
+	if len(names) == 0 {
+		return
+	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(forwardTimeout.Milliseconds())
 	for _, n := range names {
@@ -171,10 +178,44 @@ func (b *Broker) autoCreateTopics(names []string) {
 		req.Topics = append(req.Topics, t)
 	}
 	go func() {
+		defer b.autoCreating.release(names)
 		ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
 		defer cancel()
 		if _, err := b.forward.Request(ctx, req); err != nil {
 			b.logger.Warn("auto topic creation failed", zap.Strings("topics", names), zap.Error(err))
 		}
 	}()
+}
+
+// inflightTopics is the set of topics whose auto-creation was sent to the
+// controller and not answered yet.
+type inflightTopics struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+}
+
+// claim marks the names not in flight as in flight and returns them.
+func (f *inflightTopics) claim(names []string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.names == nil {
+		f.names = map[string]struct{}{}
+	}
+	out := names[:0:0]
+	for _, n := range names {
+		if _, ok := f.names[n]; !ok {
+			f.names[n] = struct{}{}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// release ends the flight of names (answered, failed or timed out).
+func (f *inflightTopics) release(names []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		delete(f.names, n)
+	}
 }

@@ -32,7 +32,8 @@ import (
 )
 
 // Broker is the request-serving half of a node. Its fields are set once by
-// the node before the listeners start and are read-only afterwards.
+// the node before the listeners start and are read-only afterwards, except
+// autoCreating, which locks itself.
 type Broker struct {
 	nodeID    int32
 	clusterID string
@@ -51,6 +52,8 @@ type Broker struct {
 
 	controllerListeners map[string]bool
 	settings            settings
+
+	autoCreating inflightTopics // topics whose auto-creation is in flight (03_metadata.go)
 }
 
 // settings are the broker-level config values handlers consult.
