@@ -281,3 +281,66 @@ func TestLogDirEntryNames(t *testing.T) {
 		t.Fatalf("open with a foreign directory: %v", err)
 	}
 }
+
+// A log dir whose meta.properties could not be read is offline from the start
+// (InitialOfflineDirs, Kafka's LogManager initialOfflineDirs): it is never
+// created, listed or written to, it is reported offline, the other dir is
+// served, and a partition found in it is not created anew elsewhere.
+func TestInitialOfflineDir(t *testing.T) {
+	mem := vfs.NewMemFS()
+	clk := newClock()
+	fourPartitions(t, mem, clk)
+	// any access to /d2 but a Stat of a partition directory is a test failure
+	fs := vfs.NewInjecting(mem, func(op vfs.Op) vfs.Fault {
+		if strings.HasPrefix(op.Path, "/d2") && op.Kind != vfs.OpStat {
+			t.Errorf("%v %s in the initial offline dir", op.Kind, op.Path)
+			return vfs.Fault{Err: vfs.ErrInjected}
+		}
+		return vfs.Fault{}
+	})
+	failed := make(chan string, 2)
+	m, err := OpenManager(ManagerOptions{FS: fs, LogDirs: []string{"/d1", "/d2", "/d3"}, Now: clk.Now,
+		InitialOfflineDirs: []string{"/d2"}, OnDirFailure: func(dir string) { failed <- dir }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.OfflineDirs(); len(got) != 1 || got[0] != "/d2" {
+		t.Fatalf("offline dirs %v", got)
+	}
+	if dir := <-failed; dir != "/d2" {
+		t.Fatalf("OnDirFailure(%s)", dir)
+	}
+	if m.PreviousBrokerEpoch() != -1 {
+		t.Fatalf("previous broker epoch %d with an offline log dir", m.PreviousBrokerEpoch())
+	}
+	if len(m.Logs()) != 2 {
+		t.Fatalf("%d logs", len(m.Logs()))
+	}
+	for _, p := range []int32{0, 2} {
+		if l, ok := m.Log(TopicPartition{"t", p}); !ok || len(readAll(t, l, 0)) != int(p)+1 {
+			t.Fatalf("t-%d not served from /d1", p)
+		}
+	}
+	if l, err := m.GetOrCreateLog(TopicPartition{"t", 1}, [16]byte{7}, DefaultConfig()); err != nil || !l.Offline() || l.Dir() != "/d2/t-1" {
+		t.Fatalf("GetOrCreateLog(t-1): %v %v", l, err)
+	}
+	for i := range 4 {
+		u, err := m.GetOrCreateLog(TopicPartition{"u", int32(i)}, [16]byte{8}, DefaultConfig())
+		if err != nil || u.Offline() || strings.HasPrefix(u.Dir(), "/d2/") {
+			t.Fatalf("new log: %v %v", u, err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// the marker of its last clean shutdown stays: nothing was written there since
+	if _, err := mem.Stat("/d2/" + CleanShutdownFile); err != nil {
+		t.Fatalf("clean-shutdown marker of the offline dir: %v", err)
+	}
+
+	// every log dir offline from the start: the startup fails
+	_, err = OpenManager(ManagerOptions{FS: mem, LogDirs: []string{"/d1", "/d2"}, Now: clk.Now, InitialOfflineDirs: []string{"/d1", "/d2"}})
+	if err == nil || !strings.Contains(err.Error(), "all log dirs in /d1, /d2 have failed") {
+		t.Fatalf("open: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,12 @@ type ManagerOptions struct {
 	// (KIP-112), e.g. to report OfflineLogDirs in heartbeats: from its own
 	// goroutine at run time, from OpenManager's for a dir that failed to load.
 	OnDirFailure func(dir string)
+	// InitialOfflineDirs are log dirs offline from the start: their
+	// meta.properties could not be read (Kafka's MetaPropertiesEnsemble
+	// errorLogDirs, which BrokerServer hands LogManager as initialOfflineDirs).
+	// Each is treated as a dir that failed to load before it was listed: never
+	// created, listed or written to, reported by OfflineDirs and OnDirFailure.
+	InitialOfflineDirs []string
 }
 
 // Manager owns every partition log in log.dirs (LogManager).
@@ -174,6 +181,12 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	now := o.Now().UnixMilli()
 	m.mu.lastRecCkpt, m.mu.lastLSOCkpt, m.mu.lastRetain, m.mu.lastFlush = now, now, now, now
 	for _, dir := range o.LogDirs {
+		if slices.Contains(o.InitialOfflineDirs, dir) {
+			// LogManager.createAndValidateLogDirs: an initial offline dir is a
+			// failed dir before anything in it is looked at
+			m.loadFailed(dir, nil, false, fmt.Errorf("Failed to load %s during broker startup", dir))
+			continue
+		}
 		parts, listed, err := m.loadDir(dir)
 		if err != nil && !loadIOError(err) {
 			m.closeLogs()
