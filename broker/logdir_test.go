@@ -187,3 +187,78 @@ func TestNodeLogDirFailedAtStartup(t *testing.T) {
 		t.Fatalf("start with the metadata log dir failed: %v", err)
 	}
 }
+
+// A log dir whose meta.properties cannot be read (here a directory) is offline
+// from the start (NodeConfig.OfflineLogDirs, Kafka's errorLogDirs): the node
+// starts and serves the other dir; its directory.id is unknown, so it is neither
+// registered nor named in heartbeats (as in Kafka). The metadata log dir among
+// them stops the startup (MetaPropertiesEnsemble.verify).
+func TestNodeUnreadableMetaProperties(t *testing.T) {
+	root := t.TempDir()
+	d1, d2 := filepath.Join(root, "d1"), filepath.Join(root, "d2")
+	for _, d := range []string{d1, d2} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, addr := newTwoDirNode(t, d1, d2, nil)
+	if err := os.Remove(filepath.Join(d2, config.MetaPropertiesFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(d2, config.MetaPropertiesFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id1 := n.nc.DirectoryIDs[d1]
+	delete(n.nc.DirectoryIDs, d2)
+	n.nc.OfflineLogDirs = []string{d2}
+	if err := n.Start(); err != nil {
+		t.Fatalf("an unreadable meta.properties must not stop the node: %v", err)
+	}
+	defer stopNode(t, n)
+	if got := n.logs.OfflineDirs(); len(got) != 1 || got[0] != d2 {
+		t.Fatalf("offline dirs %v", got)
+	}
+	if got := n.lifecycle.registration.LogDirs; len(got) != 1 || got[0] != id1 {
+		t.Fatalf("registration LogDirs %v, want only %v", got, id1)
+	}
+	if got := n.lifecycle.offlineDirs(); len(got) != 0 {
+		t.Fatalf("heartbeat OfflineLogDirs %v: the dir has no known id", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("one"), kgo.ConsumeTopics("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "one"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for len(got) < 4 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if len(got) != 4 {
+		t.Fatalf("records %v", got)
+	}
+	ents, err := os.ReadDir(d2)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("the offline dir was written to: %v %v", ents, err)
+	}
+	stopNode(t, n)
+
+	if err := os.Remove(filepath.Join(d2, config.MetaPropertiesFile)); err != nil {
+		t.Fatal(err)
+	}
+	n, _ = newTwoDirNode(t, d1, d2, nil)
+	n.nc.OfflineLogDirs = []string{d1}
+	err = n.Start()
+	if err == nil || !strings.Contains(err.Error(), "Encountered I/O error in metadata log directory "+d1+". Cannot continue.") {
+		t.Fatalf("start with the metadata log dir unreadable: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,13 @@ type NodeConfig struct {
 	ClusterID string
 	// DirectoryIDs maps each log dir to its meta.properties directory.id.
 	DirectoryIDs map[string][16]byte
+	// OfflineLogDirs are log dirs whose meta.properties could not be read
+	// (MetaPropertiesEnsemble.errorLogDirs): offline from the start
+	// (storage.ManagerOptions.InitialOfflineDirs). Their directory.id is
+	// unknown, so, as Kafka, the node leaves them out of its registration and
+	// cannot name them in heartbeats (ReplicaManager.handleLogDirFailure
+	// returns early for a dir that was never online).
+	OfflineLogDirs []string
 	Logger       *zap.Logger
 	// FS is the file system under storage and raft (vfs.Default when nil).
 	FS vfs.FS
@@ -112,6 +120,10 @@ func (n *Node) Start() error {
 func (n *Node) start(ctx context.Context) error {
 	cfg := n.cfg
 	now := time.Now
+	if slices.Contains(n.nc.OfflineLogDirs, cfg.MetadataLogDir) {
+		// MetaPropertiesEnsemble.verify: the metadata log cannot be offline
+		return fmt.Errorf("Encountered I/O error in metadata log directory %s. Cannot continue.", cfg.MetadataLogDir)
+	}
 
 	// The metadata image every broker answers from, fed by raft.
 	n.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: n.nc.ClusterID, Logger: n.logger.Named("metadata")})
@@ -159,6 +171,7 @@ func (n *Node) start(ctx context.Context) error {
 		logs, err := storage.OpenManager(storage.ManagerOptions{
 			FS:                        n.nc.FS,
 			LogDirs:                   cfg.LogDirs,
+			InitialOfflineDirs:        n.nc.OfflineLogDirs,
 			Config:                    storageDefaults(cfg.TopicDefaults()),
 			Now:                       now,
 			Logger:                    n.logger.Named("storage"),
