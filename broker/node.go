@@ -39,7 +39,7 @@ type NodeConfig struct {
 	// cannot name them in heartbeats (ReplicaManager.handleLogDirFailure
 	// returns early for a dir that was never online).
 	OfflineLogDirs []string
-	Logger       *zap.Logger
+	Logger         *zap.Logger
 	// FS is the file system under storage and raft (vfs.Default when nil).
 	FS vfs.FS
 }
