@@ -41,11 +41,18 @@ type dirState struct {
 	Dir   string
 	Meta  config.MetaProperties
 	Found bool // meta.properties exists and was read
+	// Err: meta.properties exists but could not be read or is malformed (an
+	// I/O error, a directory, a bad version...). Kafka's
+	// MetaPropertiesEnsemble.Loader puts such a dir in errorLogDirs: it is
+	// never formatted and the node starts with it offline.
+	Err error
 }
 
 // readDirs reads meta.properties of every directory. A directory that does not
-// exist or has no meta.properties is empty; any other error is returned.
-func readDirs(dirs []string) ([]dirState, error) {
+// exist or has no meta.properties is empty; on any other error, the directory
+// is an error dir (Err set), as MetaPropertiesEnsemble.Loader.load catches every
+// exception but NoSuchFileException.
+func readDirs(dirs []string) []dirState {
 	var out []dirState
 	for _, d := range dirs {
 		m, err := config.ReadMetaProperties(d)
@@ -55,10 +62,10 @@ func readDirs(dirs []string) ([]dirState, error) {
 		case errors.Is(err, config.ErrNoMetaProperties):
 			out = append(out, dirState{Dir: d})
 		default:
-			return nil, fmt.Errorf("reading log directory %s: %w", d, err)
+			out = append(out, dirState{Dir: d, Err: err})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // verifyDirs checks the formatted directories agree with each other and with
@@ -104,7 +111,7 @@ func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID, 
 	}
 	for i := range states {
 		s := &states[i]
-		if s.Found {
+		if s.Found || s.Err != nil {
 			continue
 		}
 		id := config.NewDirectoryID()
@@ -149,20 +156,31 @@ func runFormat(w io.Writer, cfg *config.Config, o formatOptions) error {
 	}
 	dirs := cfg.AllDirs()
 	sort.Strings(dirs)
-	states, err := readDirs(dirs)
-	if err != nil {
-		return err
-	}
+	states := readDirs(dirs)
 	if err := verifyDirs(states, cfg.NodeID, o.ClusterID); err != nil {
 		return err
 	}
-	empty := 0
+	empty, found := 0, 0
 	for _, s := range states {
 		if s.Found && !o.IgnoreFormatted {
 			return &formatError{fmt.Sprintf("Log directory %s is already formatted. Use --ignore-formatted to ignore this directory and format the others.", s.Dir)}
 		}
-		if !s.Found {
+		switch {
+		case s.Found:
+			found++
+		case s.Err == nil:
 			empty++
+		}
+	}
+	// Formatter.doFormat: error dirs are skipped, not fatal, unless nothing is left
+	if len(states) > empty+found {
+		for _, s := range states {
+			if s.Err != nil {
+				fmt.Fprintf(w, "I/O error trying to read log directory %s. Ignoring...\n", s.Dir)
+			}
+		}
+		if empty+found == 0 {
+			return &formatError{"No available log directories to format."}
 		}
 	}
 	if empty == 0 {
@@ -183,26 +201,65 @@ func singleNode(cfg *config.Config) bool {
 		len(cfg.Voters) == 1 && cfg.Voters[0].ID == cfg.NodeID
 }
 
+// preparedStorage is what prepareStorage found and did.
+type preparedStorage struct {
+	ClusterID string
+	DirIDs    map[string][16]byte // every readable log dir -> its directory.id
+	Formatted []string            // the directories it formatted
+	// Unreadable are the dirs whose meta.properties could not be read
+	// (errorLogDirs): they start offline; the metadata log dir is never one.
+	Unreadable []dirState
+	Warning    string // for the caller to log ("" if none)
+}
+
+// OfflineDirs lists the unreadable dirs (broker.NodeConfig.OfflineLogDirs).
+func (p preparedStorage) OfflineDirs() []string {
+	var out []string
+	for _, s := range p.Unreadable {
+		out = append(out, s.Dir)
+	}
+	return out
+}
+
 // prepareStorage is the first-start auto-format: every empty directory is
 // formatted with the cluster id already on disk, else $CLUSTER_ID, else a random
 // one for a single-node cluster, else the docker image's default cluster id (so
-// the nodes of a multi-node cluster agree, as with apache/kafka's image). It
-// returns the cluster id, the directory ids, the directories it formatted and a
-// warning for the caller to log ("" if none).
-func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (clusterID string, dirIDs map[string][16]byte, formatted []string, warning string, err error) {
+// the nodes of a multi-node cluster agree, as with apache/kafka's image).
+//
+// A directory whose meta.properties exists but cannot be read is left alone and
+// starts offline, as KafkaRaftServer.initializeLogDirs hands the errorLogDirs of
+// MetaPropertiesEnsemble.Loader to LogManager; MetaPropertiesEnsemble.verify
+// still fails the startup when none is readable or empty ("No readable
+// meta.properties files found.") or when the metadata log dir is one.
+func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (p preparedStorage, err error) {
 	dirs := cfg.AllDirs()
-	states, err := readDirs(dirs)
-	if err != nil {
-		return "", nil, nil, "", err
-	}
+	states := readDirs(dirs)
 	for _, s := range states {
 		if s.Found && s.Meta.Version == 0 {
-			return "", nil, nil, "", fmt.Errorf("log directory %s has a version 0 (ZooKeeper-era) meta.properties; kgo-broker runs in KRaft mode only: use a new log directory", s.Dir)
+			return p, fmt.Errorf("log directory %s has a version 0 (ZooKeeper-era) meta.properties; kgo-broker runs in KRaft mode only: use a new log directory", s.Dir)
 		}
 	}
 	if err := verifyDirs(states, cfg.NodeID, ""); err != nil {
-		return "", nil, nil, "", err
+		return p, err
 	}
+	for _, s := range states {
+		if s.Err != nil {
+			p.Unreadable = append(p.Unreadable, s)
+		}
+	}
+	if len(p.Unreadable) == len(states) {
+		var causes []string
+		for _, s := range p.Unreadable {
+			causes = append(causes, s.Err.Error())
+		}
+		return p, fmt.Errorf("No readable meta.properties files found. (%s)", strings.Join(causes, "; "))
+	}
+	for _, s := range p.Unreadable {
+		if s.Dir == cfg.MetadataLogDir {
+			return p, fmt.Errorf("Encountered I/O error in metadata log directory %s. Cannot continue. (%w)", s.Dir, s.Err)
+		}
+	}
+	clusterID := ""
 	for _, s := range states {
 		if s.Found && s.Meta.ClusterID != "" {
 			clusterID = s.Meta.ClusterID
@@ -212,13 +269,13 @@ func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (clust
 	if clusterID != "" && envClusterID != "" && envClusterID != clusterID {
 		for _, s := range states {
 			if s.Found {
-				return "", nil, nil, "", fmt.Errorf("CLUSTER_ID=%s does not match cluster.id %s in %s/%s: unset CLUSTER_ID or use an empty log directory", envClusterID, clusterID, s.Dir, config.MetaPropertiesFile)
+				return p, fmt.Errorf("CLUSTER_ID=%s does not match cluster.id %s in %s/%s: unset CLUSTER_ID or use an empty log directory", envClusterID, clusterID, s.Dir, config.MetaPropertiesFile)
 			}
 		}
 	}
 	for _, s := range states {
-		if !s.Found {
-			formatted = append(formatted, s.Dir)
+		if !s.Found && s.Err == nil {
+			p.Formatted = append(p.Formatted, s.Dir)
 		}
 	}
 	switch {
@@ -229,21 +286,24 @@ func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (clust
 		clusterID = config.RandomUUID().String()
 	default:
 		clusterID = dockerDefaultClusterID
-		warning = "CLUSTER_ID is not set: formatting with Apache Kafka's docker image default cluster id " + dockerDefaultClusterID +
+		p.Warning = "CLUSTER_ID is not set: formatting with Apache Kafka's docker image default cluster id " + dockerDefaultClusterID +
 			" so that every node of this multi-node cluster agrees; set CLUSTER_ID (the same on every node) to choose one"
 	}
-	if len(formatted) > 0 {
+	if len(p.Formatted) > 0 {
 		if err := formatEmpty(w, cfg, states, clusterID, metadataVersion, false); err != nil {
-			return "", nil, nil, "", err
+			return preparedStorage{}, err
 		}
 	} else {
-		warning = ""
+		p.Warning = ""
 	}
-	dirIDs = map[string][16]byte{}
+	p.ClusterID = clusterID
+	p.DirIDs = map[string][16]byte{}
 	for _, s := range states {
-		dirIDs[s.Dir] = s.Meta.DirectoryID
+		if s.Found {
+			p.DirIDs[s.Dir] = s.Meta.DirectoryID
+		}
 	}
-	return clusterID, dirIDs, formatted, warning, nil
+	return p, nil
 }
 
 // parseFormatArgs parses kafka-storage.sh format's arguments.

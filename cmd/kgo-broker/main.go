@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -253,24 +254,30 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 		logger.Info("config keys accepted but not acted on by kgo-broker (see docs/CONFIG.md)", zap.Strings("keys", keys))
 	}
 
-	clusterID, dirIDs, formatted, warning, err := prepareStorage(io.Discard, cfg, getenv(env, "CLUSTER_ID"))
+	st, err := prepareStorage(io.Discard, cfg, getenv(env, "CLUSTER_ID"))
 	if err != nil {
 		logger.Error("log directories", zap.Error(err))
 		return 1
 	}
-	if warning != "" {
-		logger.Warn(warning)
+	clusterID := st.ClusterID
+	if st.Warning != "" {
+		logger.Warn(st.Warning)
 	}
-	if len(formatted) > 0 {
+	for _, s := range st.Unreadable {
+		// MetaPropertiesEnsemble.Loader's error, then the dir is offline
+		logger.Error("Error while reading meta.properties file; the log directory is offline",
+			zap.String("file", filepath.Join(s.Dir, config.MetaPropertiesFile)), zap.Error(s.Err))
+	}
+	if len(st.Formatted) > 0 {
 		logger.Info("formatted empty log directories", zap.String("cluster.id", clusterID),
-			zap.Strings("dirs", formatted), zap.String("metadata.version", metadataVersion))
+			zap.Strings("dirs", st.Formatted), zap.String("metadata.version", metadataVersion))
 	} else {
 		logger.Info("log directories formatted", zap.String("cluster.id", clusterID), zap.Strings("dirs", cfg.AllDirs()))
 	}
 
 	ctx, stop := signalContext()
 	defer stop()
-	n, err := newNode(nodeConfig{Config: cfg, ClusterID: clusterID, DirectoryIDs: dirIDs, Logger: logger})
+	n, err := newNode(nodeConfig{Config: cfg, ClusterID: clusterID, DirectoryIDs: st.DirIDs, OfflineLogDirs: st.OfflineDirs(), Logger: logger})
 	if err != nil {
 		logger.Error("creating node", zap.Error(err))
 		return 1

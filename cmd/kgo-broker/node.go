@@ -24,17 +24,21 @@ type nodeConfig struct {
 	Config       *config.Config
 	ClusterID    string
 	DirectoryIDs map[string][16]byte // log dir -> meta.properties directory.id
-	Logger       *zap.Logger
+	// OfflineLogDirs: log dirs whose meta.properties could not be read, offline
+	// from the start (Kafka's MetaPropertiesEnsemble errorLogDirs)
+	OfflineLogDirs []string
+	Logger         *zap.Logger
 }
 
 // newNode builds the node; a variable so tests can run main's server path with
 // a fake node.
 var newNode = func(nc nodeConfig) (node, error) {
 	n, err := broker.NewNode(broker.NodeConfig{
-		Config:       nc.Config,
-		ClusterID:    nc.ClusterID,
-		DirectoryIDs: nc.DirectoryIDs,
-		Logger:       nc.Logger,
+		Config:         nc.Config,
+		ClusterID:      nc.ClusterID,
+		DirectoryIDs:   nc.DirectoryIDs,
+		OfflineLogDirs: nc.OfflineLogDirs,
+		Logger:         nc.Logger,
 	})
 	if err != nil {
 		return nil, err
