@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -171,5 +173,122 @@ func TestLogDirUnreadableAtStartup(t *testing.T) {
 	}
 	if log := b.LogTail(20); !strings.Contains(log, "all log dirs in") {
 		t.Fatalf("no all-log-dirs-failed error in the broker log:\n%s", log)
+	}
+}
+
+// TestLogDirUnreadableMetaProperties: a log dir whose meta.properties cannot be
+// read (a directory in its place: EISDIR, an I/O error even for root) starts
+// offline, as in Kafka (MetaPropertiesEnsemble.Loader's errorLogDirs become
+// LogManager's initialOfflineDirs): the broker starts and serves the other dir,
+// DescribeLogDirs answers KAFKA_STORAGE_ERROR for it, and the auto-format leaves
+// it alone. Once the file is back, the next start serves everything. The
+// metadata log dir unreadable stops the startup.
+func TestLogDirUnreadableMetaProperties(t *testing.T) {
+	t.Parallel()
+	b := NewBroker(t, BrokerOptions{})
+	data2 := filepath.Join(b.Dir, "data2")
+	b.opts.Overrides = map[string]string{"log.dirs": b.DataDir + "," + data2}
+	b.Start()
+	b.WaitReady()
+	const topic, perPartition = "it-metaprops", 5
+	createTopic(t, b, topic, 4, nil)
+	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := ctxT(t, 60*time.Second)
+	for p := int32(0); p < 4; p++ {
+		for i := range perPartition {
+			r := kgo.StringRecord(fmt.Sprintf("p%d-%d", p, i))
+			r.Partition = p
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cl.Close()
+	online, offline := partitionsIn(t, b.DataDir, topic), partitionsIn(t, data2, topic)
+	if len(online) == 0 || len(offline) == 0 {
+		t.Fatalf("placement: %v in %s, %v in %s", online, b.DataDir, offline, data2)
+	}
+	if code := b.Stop(0); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+
+	meta2, stash := filepath.Join(data2, "meta.properties"), filepath.Join(b.Dir, "meta2.properties")
+	if err := os.Rename(meta2, stash); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(meta2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.Start()
+	b.WaitReady()
+	if log := b.Log(); !strings.Contains(log, "Error while reading meta.properties file") || !strings.Contains(log, meta2) {
+		t.Fatalf("no meta.properties error in the broker log:\n%s", b.LogTail(40))
+	}
+	for _, p := range online {
+		if got := consumePartition(t, b, topic, p, perPartition); len(got) != perPartition {
+			t.Fatalf("partition %d in the online dir: %v", p, got)
+		}
+	}
+	dirs, err := b.Admin().DescribeAllLogDirs(ctxT(t, 10*time.Second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		switch d.Dir {
+		case data2:
+			seen++
+			if d.Err != kerr.KafkaStorageError {
+				t.Errorf("DescribeLogDirs %s: %v, want KAFKA_STORAGE_ERROR", d.Dir, d.Err)
+			}
+		case b.DataDir:
+			seen++
+			if d.Err != nil {
+				t.Errorf("DescribeLogDirs %s: %v", d.Dir, d.Err)
+			}
+		}
+	})
+	if seen != 2 {
+		t.Fatalf("DescribeLogDirs: %d of the 2 dirs", seen)
+	}
+	if fi, err := os.Stat(meta2); err != nil || !fi.IsDir() {
+		t.Fatalf("the unreadable meta.properties was replaced: %v", err)
+	}
+	if code := b.Stop(0); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+
+	// the file back: every partition is served again
+	if err := os.Remove(meta2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(stash, meta2); err != nil {
+		t.Fatal(err)
+	}
+	b.Start()
+	b.WaitReady()
+	for p := int32(0); p < 4; p++ {
+		if got := consumePartition(t, b, topic, p, perPartition); len(got) != perPartition {
+			t.Fatalf("partition %d after the file is back: %v", p, got)
+		}
+	}
+	if code := b.Stop(0); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+
+	// the metadata log dir's meta.properties unreadable: no start
+	meta1 := filepath.Join(b.DataDir, "meta.properties")
+	if err := os.Remove(meta1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(meta1, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.Start()
+	if code := b.WaitExit(30 * time.Second); code != 1 {
+		t.Fatalf("exit code %d with the metadata log dir unreadable", code)
+	}
+	if log := b.LogTail(20); !strings.Contains(log, "Encountered I/O error in metadata log directory "+b.DataDir+". Cannot continue.") {
+		t.Fatalf("no metadata log dir error in the broker log:\n%s", log)
 	}
 }
