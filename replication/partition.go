@@ -111,8 +111,8 @@ func (p *Partition) maybeIncrementHW() bool {
 	}
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
-	leo := p.log.LogEndOffset()
-	newHW := leo
+	// not past an append still waiting for the sync flush.messages asks for
+	newHW := p.log.VisibleEnd()
 	for _, r := range p.maximalISRLocked() {
 		if r == p.nodeID {
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,6 +56,7 @@ type producePartition struct {
 	p              *Partition
 	requiredOffset int64 // last offset + 1, for acks=all
 	pending        bool
+	durable        storage.Durable // the sync flush.messages asks for, if any
 }
 
 // Produce serves a produce request (KafkaApis.handleProduceRequest and
@@ -140,7 +142,7 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 				rm.fillCurrentLeader(req.Version, name, sp)
 				continue
 			}
-			info, err := p.appendAsLeader(rp.Records, req.Acks, rm.logger)
+			info, durable, err := p.appendAsLeader(rp.Records, req.Acks, rm.logger)
 			if err != nil {
 				fail(err)
 				if req.Version >= 8 {
@@ -154,14 +156,68 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 			sp.BaseOffset = info.FirstOffset
 			sp.LogAppendTime = info.LogAppendTime
 			sp.LogStartOffset = info.LogStartOffset
-			parts = append(parts, &producePartition{resp: sp, p: p, requiredOffset: info.LastOffset + 1, pending: true})
+			parts = append(parts, &producePartition{resp: sp, p: p, requiredOffset: info.LastOffset + 1, pending: true, durable: durable})
 		}
 	}
 
+	parts = rm.awaitDurable(version(req), parts)
 	if req.Acks == -1 && len(parts) > 0 {
 		rm.awaitReplication(ctx, parts, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
 	return resp
+}
+
+func version(req *kmsg.ProduceRequest) int16 { return req.Version }
+
+// awaitDurable waits for the syncs flush.messages asked for, all partitions'
+// at once (one goroutine each), so that the fdatasyncs of different segment
+// files overlap and share the file system's journal commits; Kafka flushes
+// each partition's log in turn inside its append. A partition whose sync
+// failed answers KAFKA_STORAGE_ERROR (its log dir went offline); the others
+// become visible (high watermark) and go on to acks=all. It returns them.
+func (rm *ReplicaManager) awaitDurable(version int16, parts []*producePartition) []*producePartition {
+	n := 0
+	for _, pp := range parts {
+		if pp.durable.Pending() {
+			n++
+		}
+	}
+	if n == 0 {
+		return parts
+	}
+	errs := make([]error, len(parts))
+	if n == 1 {
+		for i, pp := range parts {
+			if pp.durable.Pending() {
+				errs[i] = pp.durable.Wait()
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i, pp := range parts {
+			if pp.durable.Pending() {
+				wg.Go(func() { errs[i] = pp.durable.Wait() })
+			}
+		}
+		wg.Wait()
+	}
+	ok := parts[:0]
+	for i, pp := range parts {
+		if !pp.durable.Pending() {
+			ok = append(ok, pp)
+			continue
+		}
+		if err := errs[i]; err != nil {
+			pp.resp.ErrorCode, pp.resp.BaseOffset = errorCode(err), -1
+			if version >= 8 {
+				pp.resp.ErrorMessage = errorMessage(err)
+			}
+			continue
+		}
+		pp.p.appended() // now durable: the high watermark may pass it
+		ok = append(ok, pp)
+	}
+	return ok
 }
 
 // fillCurrentLeader sets KIP-951's CurrentLeader (v10+) on a
@@ -227,28 +283,44 @@ func (p *Partition) checkEnoughReplicasReachOffset(required int64) (bool, error)
 	return true, nil
 }
 
-// appendAsLeader is Partition.appendRecordsToLeader.
-func (p *Partition) appendAsLeader(records []byte, acks int16, logger *zap.Logger) (storage.AppendInfo, error) {
+// appendAsLeader is Partition.appendRecordsToLeader. When flush.messages asks
+// for a sync the returned Durable is pending: the high watermark stays below
+// the append (no consumer sees it, acks=all does not count it) until the
+// caller waited for it and called appended.
+func (p *Partition) appendAsLeader(records []byte, acks int16, logger *zap.Logger) (storage.AppendInfo, storage.Durable, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.isLeader || p.log == nil {
-		return storage.AppendInfo{}, kerr.NotLeaderForPartition
+		return storage.AppendInfo{}, storage.Durable{}, kerr.NotLeaderForPartition
 	}
 	if acks == -1 && int32(len(p.isr)) < p.cfg.MinInSyncReplicas {
-		return storage.AppendInfo{}, kerr.NotEnoughReplicas
+		return storage.AppendInfo{}, storage.Durable{}, kerr.NotEnoughReplicas
 	}
-	info, err := p.log.AppendAsLeaderOrigin(records, p.leaderEpoch, storage.OriginClient)
+	info, durable, err := p.log.AppendAsLeaderDeferred(records, p.leaderEpoch, storage.OriginClient)
 	if err != nil {
 		var ke *kerr.Error
 		if !errors.As(err, &ke) {
 			logger.Error("append failed", zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition),
 				zap.Int32("leaderEpoch", p.leaderEpoch), zap.Error(err))
 		}
-		return info, err
+		return info, storage.Durable{}, err
 	}
+	if !durable.Pending() {
+		p.appendedLocked()
+	}
+	return info, durable, nil
+}
+
+// appended moves the high watermark after an append became durable.
+func (p *Partition) appended() {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	p.appendedLocked()
+}
+
+func (p *Partition) appendedLocked() {
 	p.maybeIncrementHW()
 	p.watch.wakeAll() // followers' and consumers' parked fetches, parked acks=all produces
-	return info, nil
 }
 
 // validateProduceRecords is ProduceRequest.validateRecords for v3+: exactly

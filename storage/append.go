@@ -24,18 +24,44 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 }
 
 // AppendAsLeaderOrigin is AppendAsLeader with the origin's validation rules.
-func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin AppendOrigin) (_ AppendInfo, err error) {
-	defer func() { err = l.ioErr(err) }()
-	info, wait, err := l.appendLeader(records, leaderEpoch, origin)
+func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, error) {
+	info, d, err := l.AppendAsLeaderDeferred(records, leaderEpoch, origin)
 	if err != nil {
 		return info, err
 	}
-	if wait.upTo > 0 {
-		if err := l.syncTo(wait); err != nil {
-			return info, err
-		}
+	return info, d.Wait()
+}
+
+// AppendAsLeaderDeferred is AppendAsLeaderOrigin without the wait for the sync
+// that flush.messages asks for: the append is not acknowledged (nor made
+// visible to readers by the caller) until Durable.Wait returned nil. A produce
+// request appends to all its partitions first and then waits for them together,
+// so that their fdatasyncs run at once and share the file system's journal
+// commits instead of queueing one behind another.
+func (l *Log) AppendAsLeaderDeferred(records []byte, leaderEpoch int32, origin AppendOrigin) (_ AppendInfo, _ Durable, err error) {
+	defer func() { err = l.ioErr(err) }()
+	info, wait, err := l.appendLeader(records, leaderEpoch, origin)
+	if err != nil || wait.upTo == 0 {
+		return info, Durable{}, err
 	}
-	return info, nil
+	return info, Durable{l: l, w: wait}, nil
+}
+
+// Durable is an append's pending sync (flush.messages); the zero value has none.
+type Durable struct {
+	l *Log
+	w durableWait
+}
+
+// Pending reports whether Wait has a sync to wait for.
+func (d Durable) Pending() bool { return d.l != nil }
+
+// Wait returns when the append is on disk (group commit: see syncTo).
+func (d Durable) Wait() error {
+	if d.l == nil {
+		return nil
+	}
+	return d.l.ioErr(d.l.syncTo(d.w))
 }
 
 type validated struct {
@@ -217,9 +243,26 @@ type durableWait struct{ upTo, gen int64 }
 // must be held.
 func (l *Log) needFlush(cfg Config) durableWait {
 	if cfg.FlushMessages != math.MaxInt64 && l.mu.leo-l.durableLocked() >= cfg.FlushMessages {
+		l.mu.syncBarrier, l.mu.syncBarrierGen = l.mu.leo, l.mu.structGen
 		return durableWait{upTo: l.mu.leo, gen: l.mu.structGen}
 	}
 	return durableWait{}
+}
+
+// VisibleEnd is the log end offset as far as the high watermark may go on this
+// replica: the log end offset, except that while an append that flush.messages
+// made wait for a sync is not on disk, nothing from that append on is visible.
+// Kafka gets the same by flushing inside the append, under the log's lock.
+func (l *Log) VisibleEnd() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.syncBarrierGen != l.mu.structGen {
+		return l.mu.leo // a truncation or swap since: its waiters gave up
+	}
+	if d := l.durableLocked(); d < l.mu.syncBarrier {
+		return min(d, l.mu.leo)
+	}
+	return l.mu.leo
 }
 
 // durableLocked is the offset below which every record is on disk. l.mu must be held.

@@ -147,6 +147,10 @@ type Log struct {
 		// firstDirty is the cleaner's checkpoint: offsets below it are cleaned
 		// (cleaner-offset-checkpoint); -1 when unknown.
 		firstDirty int64
+		// syncBarrier is the log end offset the last append that waits for a
+		// sync (flush.messages) must see durable, under structGen
+		// syncBarrierGen (VisibleEnd).
+		syncBarrier, syncBarrierGen int64
 	}
 	// durable: every offset below upTo is in fdatasynced .log files (group
 	// commit, see syncTo); it may run ahead of the recovery point, which also

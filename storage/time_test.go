@@ -338,3 +338,44 @@ func TestRetention(t *testing.T) {
 	}
 	readAll(t, l.Log, l.LogStartOffset())
 }
+
+// VisibleEnd stops before an append that waits for its sync (flush.messages), and
+// nothing after it is visible either until the sync is done, as when Kafka flushes
+// inside the append under the log's lock.
+func TestVisibleEndWaitsForSync(t *testing.T) {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.FlushMessages = 3
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0) // 2 unflushed: no sync asked for
+	if got := l.VisibleEnd(); got != 2 {
+		t.Fatalf("visible end %d, want 2", got)
+	}
+	_, d, err := l.AppendAsLeaderDeferred(batch(clk.Ms(), 2), 0, OriginClient) // 4 unflushed: sync
+	if err != nil || !d.Pending() {
+		t.Fatalf("pending %v: %v", d.Pending(), err)
+	}
+	_, d2, err := l.AppendAsLeaderDeferred(batch(clk.Ms(), 1), 0, OriginClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.VisibleEnd(); got != 0 {
+		t.Fatalf("visible end %d while the sync to 4 is pending, want 0 (nothing synced yet)", got)
+	}
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.VisibleEnd(); got != 5 {
+		t.Fatalf("visible end %d after the sync, want 5", got)
+	}
+	if err := d2.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FlushMessages = math.MaxInt64
+	l.SetConfig(cfg)
+	mustAppend(t, l.Log, batch(clk.Ms(), 1), 0)
+	if got := l.VisibleEnd(); got != 6 {
+		t.Fatalf("visible end %d under the default policy", got)
+	}
+}
