@@ -160,14 +160,12 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 		}
 	}
 
-	parts = rm.awaitDurable(version(req), parts)
+	parts = rm.awaitDurable(req.Version, parts)
 	if req.Acks == -1 && len(parts) > 0 {
 		rm.awaitReplication(ctx, parts, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
 	return resp
 }
-
-func version(req *kmsg.ProduceRequest) int16 { return req.Version }
 
 // awaitDurable waits for the syncs flush.messages asked for, all partitions'
 // at once (one goroutine each), so that the fdatasyncs of different segment
