@@ -32,6 +32,8 @@ type scenario struct {
 	Records int64
 	// Source is the produce scenario whose topic (of this repetition) a read scenario reads.
 	Source string
+	// Configs are topic configs for the scenario's topic (both brokers).
+	Configs map[string]string
 }
 
 func sizeName(n int) string {
@@ -66,6 +68,12 @@ func scenarios(s settings) []scenario {
 			}
 		}
 	}
+	// Durable mode: an fsync before every acknowledgement. Kafka flushes each
+	// partition's log (and indexes) inside its append; kgo-broker group-commits
+	// (storage.Log.syncTo) and syncs a request's partitions together.
+	out = append(out, scenario{ID: "produce-1k-acks1-p8-flush1", Kind: "produce",
+		Title: "produce 1 KiB acks=1 p=8 flush.messages=1", Size: 1024, Acks: "1", Parts: 8,
+		Records: s.Records1K, Configs: map[string]string{"flush.messages": "1"}})
 	out = append(out,
 		scenario{ID: "consume-1k-p8", Kind: "consume", Title: "consume 1 KiB p=8 (consumer-perf-test, group)",
 			Size: 1024, Parts: 8, Records: s.Records1K, Source: "produce-1k-acks1-p8"},
@@ -183,7 +191,7 @@ func admin(b *broker) (*franz.Client, *kadm.Client, error) {
 }
 
 // createTopic creates the topic and waits until every partition has a leader.
-func createTopic(ctx context.Context, b *broker, topic string, parts int) error {
+func createTopic(ctx context.Context, b *broker, topic string, parts int, configs map[string]string) error {
 	cl, adm, err := admin(b)
 	if err != nil {
 		return err
@@ -191,7 +199,14 @@ func createTopic(ctx context.Context, b *broker, topic string, parts int) error 
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	rs, err := adm.CreateTopics(ctx, int32(parts), 1, nil, topic)
+	var cfg map[string]*string
+	for k, v := range configs {
+		if cfg == nil {
+			cfg = map[string]*string{}
+		}
+		cfg[k] = &v
+	}
+	rs, err := adm.CreateTopics(ctx, int32(parts), 1, cfg, topic)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", topic, err)
 	}
@@ -260,7 +275,7 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 	topic := topicName(sc, rep)
 	switch sc.Kind {
 	case "produce", "e2e":
-		if err := createTopic(ctx, b, topic, sc.Parts); err != nil {
+		if err := createTopic(ctx, b, topic, sc.Parts, sc.Configs); err != nil {
 			r.NA = "error: " + err.Error()
 			return r
 		}
