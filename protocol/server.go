@@ -149,6 +149,13 @@ type Server struct {
 	// ConnState, if set, is called when a connection is accepted and
 	// when it is closed (a hook for connection metrics).
 	ConnState func(net.Conn, ConnState)
+	// Observe, if set, is called once per request after its response was
+	// written (or, for acks=0 produce, after it was handled), with the API
+	// key and version and the time from dequeuing the request to then: the
+	// hook for request metrics (Kafka's RequestMetrics). It runs on the
+	// connection's goroutine, so it must be quick and should not allocate.
+	// Requests that close the connection are not observed.
+	Observe func(key, version int16, d time.Duration)
 
 	initOnce sync.Once
 	closing  chan struct{} // closed by Shutdown/Close

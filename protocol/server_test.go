@@ -609,3 +609,42 @@ func TestIdleTimeoutNotWhileBusy(t *testing.T) {
 	c.expectClosed() // and now it is idle
 	_ = s
 }
+
+// Server.Observe sees every request once it was answered, acks=0 produce
+// (no response) included, in order, with its key and version.
+func TestObserve(t *testing.T) {
+	type obs struct{ key, version int16 }
+	seen := make(chan obs, 4)
+	hook := func(ctx context.Context, req *Request) (Response, error, bool) {
+		if _, ok := req.Msg.(*kmsg.ProduceRequest); ok {
+			return Response{NoResponse: true}, nil, true
+		}
+		return Response{}, nil, false
+	}
+	s := &Server{Observe: func(key, version int16, d time.Duration) {
+		if d < 0 {
+			t.Errorf("duration %v", d)
+		}
+		seen <- obs{key, version}
+	}}
+	addr, _ := startServer(t, s, hook)
+	c := dialRaw(t, addr)
+	p := kmsg.NewPtrProduceRequest()
+	p.Acks = 0
+	c.write(append(reqFrame(p, 9, 1), reqFrame(kmsg.NewPtrMetadataRequest(), 9, 2)...))
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 9
+	if corr := c.readResp(3, resp); corr != 2 {
+		t.Fatalf("corr %d", corr)
+	}
+	for _, want := range []obs{{0, 9}, {3, 9}} {
+		select {
+		case got := <-seen:
+			if got != want {
+				t.Fatalf("observed %+v, want %+v", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%+v not observed", want)
+		}
+	}
+}
