@@ -73,6 +73,8 @@ type ReplicaManager struct {
 	sessions *sessionCache
 	pids     *producerIDs
 
+	stats produceStats // metrics counters (stats.go)
+
 	replicationExt // replica fetchers, ISR changes, HW checkpoint (fetcher_manager.go)
 }
 

@@ -153,6 +153,11 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 				rm.fillCurrentLeader(req.Version, name, sp)
 				continue
 			}
+			if !info.Duplicate {
+				// BrokerTopicMetrics MessagesInPerSec / BytesInPerSec
+				rm.stats.messagesIn.Add(info.NumRecords)
+				rm.stats.bytesIn.Add(int64(len(rp.Records)))
+			}
 			sp.BaseOffset = info.FirstOffset
 			sp.LogAppendTime = info.LogAppendTime
 			sp.LogStartOffset = info.LogStartOffset
