@@ -62,6 +62,17 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 			res.Resp.Brokers = append(res.Resp.Brokers, nb)
 		}
 	}
+	// BytesOutPerSec counts consumer fetches only: Kafka counts followers'
+	// as ReplicationBytesOutPerSec (BrokerTopicStats.updateBytesOut).
+	if r.ReplicaID < 0 && r.ReplicaState.ID < 0 {
+		var out int64
+		for _, regs := range res.Records {
+			for _, reg := range regs {
+				out += reg.Len
+			}
+		}
+		b.bytesOut.Add(out)
+	}
 	// The body is encoded by hand around the segment file regions, which
 	// are streamed with sendfile (replication/fetchbody.go).
 	return protocol.Response{Body: res.Body()}, nil

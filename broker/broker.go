@@ -20,6 +20,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -54,6 +55,10 @@ type Broker struct {
 	settings            settings
 
 	autoCreating inflightTopics // topics whose auto-creation is in flight (03_metadata.go)
+
+	// bytesOut counts record bytes fetched by consumers (01_fetch.go):
+	// BrokerTopicMetrics BytesOutPerSec, all topics (metrics.go).
+	bytesOut atomic.Int64
 }
 
 // settings are the broker-level config values handlers consult.

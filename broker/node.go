@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
@@ -42,6 +44,10 @@ type NodeConfig struct {
 	Logger         *zap.Logger
 	// FS is the file system under storage and raft (vfs.Default when nil).
 	FS vfs.FS
+	// Metrics turns on the request metrics (RequestMetrics, metrics.go):
+	// a clock read and a few atomic adds per request. The other metrics are
+	// read when scraped and need nothing.
+	Metrics bool
 }
 
 // Node is one kgo-broker process: a broker, a controller, or both.
@@ -74,6 +80,12 @@ type Node struct {
 	shutdownErr  error
 
 	fatal chan error // cap 1: see Fatal
+
+	// Metrics (metrics.go). started is set once Start succeeded: the
+	// collector reads the fields above only then.
+	started        atomic.Bool
+	requestMetrics *requestMetrics
+	registry       *prometheus.Registry
 }
 
 // NewNode builds a node; nothing is opened until Start.
@@ -87,7 +99,9 @@ func NewNode(nc NodeConfig) (*Node, error) {
 	if nc.FS == nil {
 		nc.FS = vfs.Default
 	}
-	return &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1)}, nil
+	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), requestMetrics: newRequestMetrics()}
+	n.registry = newMetricsRegistry(n)
+	return n, nil
 }
 
 // Fatal delivers the reason the node must stop at once: every log dir failed
@@ -114,6 +128,7 @@ func (n *Node) Start() error {
 		n.Shutdown(sctx)
 		return err
 	}
+	n.started.Store(true)
 	return nil
 }
 
@@ -354,6 +369,9 @@ func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[
 		IdleTimeout:     time.Duration(n.cfg.Long("connections.max.idle.ms")) * time.Millisecond,
 		ListenerName:    l.Name,
 		Logger:          n.logger.Named("listener"),
+	}
+	if n.nc.Metrics {
+		srv.Observe = n.requestMetrics.observe
 	}
 	*into = append(*into, srv)
 	n.wg.Add(1)
