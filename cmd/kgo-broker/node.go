@@ -39,9 +39,12 @@ var newNode = func(nc nodeConfig) (node, error) {
 		DirectoryIDs:   nc.DirectoryIDs,
 		OfflineLogDirs: nc.OfflineLogDirs,
 		Logger:         nc.Logger,
+		// Request metrics cost a little per request: only when served.
+		Metrics: metricsListener != nil,
 	})
 	if err != nil {
 		return nil, err
 	}
+	serveMetrics(metricsListener, n.MetricsHandler())
 	return n, nil
 }
