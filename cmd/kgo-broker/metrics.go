@@ -5,18 +5,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 )
 
 // KGO_METRICS_ADDR=host:port serves the node's Prometheus metrics on
 // http://host:port/metrics (broker/metrics.go lists them). Off unless set; it
 // is unauthenticated, like KGO_PPROF_ADDR. An environment variable and not a
 // config key: Kafka has no key for this (it exposes JMX), and the config
-// package rejects unknown keys. The address is bound from init, as pprof's, so
-// a bad one is reported on stderr at once and the node runs without metrics.
-var metricsListener net.Listener
-
-func init() { metricsListener = listenMetrics(os.Getenv("KGO_METRICS_ADDR"), os.Stderr) }
+// package rejects unknown keys. The address is bound when the server's node is
+// built (newNode), not from init as pprof's: other subcommands run with the
+// same environment (the image's HEALTHCHECK runs `kgo-broker healthcheck`
+// beside the server) and must not try to bind it too. A bad address is
+// reported on stderr and the node runs without metrics.
 
 // listenMetrics binds addr; nil when addr is "" or cannot be bound (said on
 // stderr, naming the variable).

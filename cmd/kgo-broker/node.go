@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"go.uber.org/zap"
 
@@ -33,6 +34,7 @@ type nodeConfig struct {
 // newNode builds the node; a variable so tests can run main's server path with
 // a fake node.
 var newNode = func(nc nodeConfig) (node, error) {
+	metrics := listenMetrics(os.Getenv("KGO_METRICS_ADDR"), os.Stderr)
 	n, err := broker.NewNode(broker.NodeConfig{
 		Config:         nc.Config,
 		ClusterID:      nc.ClusterID,
@@ -40,11 +42,14 @@ var newNode = func(nc nodeConfig) (node, error) {
 		OfflineLogDirs: nc.OfflineLogDirs,
 		Logger:         nc.Logger,
 		// Request metrics cost a little per request: only when served.
-		Metrics: metricsListener != nil,
+		Metrics: metrics != nil,
 	})
 	if err != nil {
+		if metrics != nil {
+			metrics.Close()
+		}
 		return nil, err
 	}
-	serveMetrics(metricsListener, n.MetricsHandler())
+	serveMetrics(metrics, n.MetricsHandler())
 	return n, nil
 }
