@@ -314,13 +314,15 @@ func (s *Server) release() {
 
 // connDone is called once by a connection after it closed.
 func (s *Server) connDone(c *conn) {
+	// Report first: waitConns waits only for connections still in s.conns,
+	// so a connection leaves it only once its StateClosed was delivered.
+	if s.ConnState != nil {
+		s.ConnState(c.nc, StateClosed)
+	}
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.release()
-	if s.ConnState != nil {
-		s.ConnState(c.nc, StateClosed)
-	}
 }
 
 // stopAccepting closes the listeners and marks the server closed; it returns
