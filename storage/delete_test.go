@@ -3,12 +3,9 @@ package storage
 import (
 	"bytes"
 	"errors"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -304,45 +301,9 @@ func TestBuriedSegmentSendfileOS(t *testing.T) {
 	}
 
 	// sendfile to a TCP socket
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := ri.Region.WriteTo(c)
-	c.Close()
-	if err != nil || n != int64(len(want)) {
-		t.Fatalf("sendfile %d bytes: %v", n, err)
-	}
-	if b := <-got; !bytes.Equal(b, want) {
-		t.Fatalf("sendfile sent %d bytes, not the region", len(b))
-	}
-
-	// /proc/self/fd/<fd> still opens the renamed file
-	f, err := os.Open("/proc/self/fd/" + strconv.FormatUint(uint64(ri.Region.File.Fd()), 10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, ri.Region.Len)
-	_, err = f.ReadAt(b, ri.Region.Pos)
-	f.Close()
-	if err != nil || !bytes.Equal(b, want) {
-		t.Fatalf("read through /proc/self/fd: %v", err)
+	b, n, err := sendOverTCP(t, ri.Region)
+	if err != nil || n != int64(len(want)) || !bytes.Equal(b, want) {
+		t.Fatalf("sendfile sent %d bytes (%d received, equal %v): %v", n, len(b), bytes.Equal(b, want), err)
 	}
 
 	clk.Advance(testDeleteDelay)

@@ -43,44 +43,25 @@ func TestFileRegionSendfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skip("no loopback:", err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
+	seek := func() int64 {
+		pos, err := ri.Region.File.(interface {
+			Seek(int64, int) (int64, error)
+		}).Seek(0, io.SeekCurrent)
 		if err != nil {
-			got <- nil
-			return
+			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(c)
-		c.Close()
-		got <- b
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+		return pos
 	}
-	// the shared file offset must not move: read through Read() before and after
-	if _, err := ri.Region.File.(interface {
-		Seek(int64, int) (int64, error)
-	}).Seek(0, io.SeekCurrent); err != nil {
-		t.Fatal(err)
-	}
-	n, err := ri.Region.WriteTo(c)
+	// the shared file offset must not move
+	seek()
+	b, n, err := sendOverTCP(t, ri.Region)
 	if err != nil || n != ri.Region.Len {
 		t.Fatalf("WriteTo %d %v", n, err)
 	}
-	pos, _ := ri.Region.File.(interface {
-		Seek(int64, int) (int64, error)
-	}).Seek(0, io.SeekCurrent)
-	if pos != 0 {
+	if pos := seek(); pos != 0 {
 		t.Fatalf("file offset moved to %d", pos)
 	}
-	c.Close()
-	if b := <-got; !bytes.Equal(b, want) {
+	if !bytes.Equal(b, want) {
 		t.Fatalf("sent %d bytes, want %d", len(b), len(want))
 	}
 	// a plain writer takes the copy path
@@ -110,6 +91,19 @@ func TestFileRegionClosedFile(t *testing.T) {
 	}
 	defer g.Close()
 	g.Write(bytes.Repeat([]byte{'b'}, 4096))
+	b, n, err := sendOverTCP(t, r)
+	if err == nil {
+		t.Fatalf("WriteTo of a closed file sent %d bytes without an error", n)
+	}
+	if bytes.Contains(b, []byte{'b'}) {
+		t.Fatal("sent another file's bytes")
+	}
+}
+
+// sendOverTCP writes r to a loopback TCP connection (the sendfile path) and
+// returns what the other end received, with WriteTo's results.
+func sendOverTCP(t *testing.T, r FileRegion) ([]byte, int64, error) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Skip("no loopback:", err)
@@ -130,13 +124,9 @@ func TestFileRegionClosedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := r.WriteTo(c); err == nil {
-		t.Fatalf("WriteTo of a closed file sent %d bytes without an error", n)
-	}
+	n, werr := r.WriteTo(c)
 	c.Close()
-	if b := <-got; bytes.Contains(b, []byte{'b'}) {
-		t.Fatal("sent another file's bytes")
-	}
+	return <-got, n, werr
 }
 
 // TestKafkaDumpLogSegments checks the files with Apache Kafka's own DumpLogSegments
