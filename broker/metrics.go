@@ -190,14 +190,30 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// newFlushTime is kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs: the
+// time of every log flush, a full one or a group commit round (storage
+// ManagerOptions.OnFlush). A clock read per fsync, always on.
+func newFlushTime() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kafka_log_logflushstats_logflushrateandtimems",
+		Help:    "Time of each log flush (fsync of segment files: a full flush or a flush.messages group commit round), in ms (LogFlushStats LogFlushRateAndTimeMs).",
+		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000},
+	})
+}
+
+func (n *Node) observeFlush(d time.Duration) {
+	n.flushTime.Observe(float64(d) / float64(time.Millisecond))
+}
+
 // newMetricsRegistry builds the node's registry: the node collector, the
-// request metrics, and Go's runtime and process collectors.
+// request metrics, the log flush time, and Go's runtime and process collectors.
 func newMetricsRegistry(n *Node) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		nodeCollector{n},
 		n.requestMetrics.requests,
 		n.requestMetrics.totalTime,
+		n.flushTime,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -50,7 +50,9 @@ func TestNodeMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(tn.client(t))
-	if resp, err := adm.CreateTopic(ctx, 3, 1, nil, "metrics"); err != nil || resp.Err != nil {
+	// flush.messages=1: every append is synced, so flush times are observed
+	one := "1"
+	if resp, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"flush.messages": &one}, "metrics"); err != nil || resp.Err != nil {
 		t.Fatalf("create topic: %v / %v", err, resp.Err)
 	}
 	const records = 7
@@ -109,6 +111,20 @@ func TestNodeMetrics(t *testing.T) {
 	} {
 		if got := gauge(name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := testutil.CollectAndCount(n.flushTime); got != 1 {
+		t.Errorf("flush time histogram: %d series", got)
+	}
+	if mfs, err := reg.Gather(); err == nil {
+		var flushes uint64
+		for _, mf := range mfs {
+			if mf.GetName() == "kafka_log_logflushstats_logflushrateandtimems" {
+				flushes = mf.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		if flushes < records {
+			t.Errorf("%d log flushes observed for %d records produced with flush.messages=1", flushes, records)
 		}
 	}
 	if got := gauge("kafka_server_brokertopicmetrics_bytesin_total"); got < float64(bytesIn) {

@@ -85,6 +85,7 @@ type Node struct {
 	// collector reads the fields above only then.
 	started        atomic.Bool
 	requestMetrics *requestMetrics
+	flushTime      prometheus.Histogram
 	registry       *prometheus.Registry
 }
 
@@ -99,7 +100,7 @@ func NewNode(nc NodeConfig) (*Node, error) {
 	if nc.FS == nil {
 		nc.FS = vfs.Default
 	}
-	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), requestMetrics: newRequestMetrics()}
+	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), requestMetrics: newRequestMetrics(), flushTime: newFlushTime()}
 	n.registry = newMetricsRegistry(n)
 	return n, nil
 }
@@ -188,6 +189,7 @@ func (n *Node) start(ctx context.Context) error {
 			LogDirs:                   cfg.LogDirs,
 			InitialOfflineDirs:        n.nc.OfflineLogDirs,
 			Config:                    storageDefaults(cfg.TopicDefaults()),
+			OnFlush:                   n.observeFlush,
 			Now:                       now,
 			Logger:                    n.logger.Named("storage"),
 			FlushCheckIntervalMs:      cfg.Long("log.flush.scheduler.interval.ms"),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
@@ -488,6 +489,7 @@ func (l *Log) flushToLocked(target int64) error {
 		segs = append(segs, s)
 	}
 	l.mu.RUnlock()
+	start := time.Now()
 	for _, s := range segs {
 		if err := s.sync(); err != nil {
 			l.logger.Error("fsync failed", zap.Int64("segment", s.base), zap.Error(err))
@@ -513,6 +515,9 @@ func (l *Log) flushToLocked(target int64) error {
 	}
 	l.mu.lastFlushMs = l.nowMs()
 	l.mu.Unlock()
+	if l.onFlush != nil {
+		l.onFlush(time.Since(start))
+	}
 	return nil
 }
 
@@ -623,6 +628,7 @@ func (l *Log) syncData() (upTo, gen int64, err error) {
 		logs = append(logs, s.log)
 	}
 	l.mu.RUnlock()
+	start := time.Now()
 	for _, f := range logs {
 		if err := vfs.Datasync(f); err != nil {
 			l.logger.Error("fdatasync failed", zap.String("file", f.Name()), zap.Error(err))
@@ -638,6 +644,9 @@ func (l *Log) syncData() (upTo, gen int64, err error) {
 		l.mu.Lock()
 		l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
 		l.mu.Unlock()
+	}
+	if l.onFlush != nil {
+		l.onFlush(time.Since(start))
 	}
 	// structGen changes only under flushMu (truncation, retention, a compaction
 	// swap), which this round holds: gen is still current. Not l.mu: taking it

@@ -75,6 +75,10 @@ type LogOptions struct {
 	// Manager takes the whole log dir offline). Without it an I/O error is only
 	// returned.
 	OnIOError func(err error)
+	// OnFlush, when set, is told how long each flush took: a full flush (roll,
+	// flush.ms, shutdown) or a group commit round (LogFlushStats'
+	// LogFlushRateAndTimeMs).
+	OnFlush func(time.Duration)
 }
 
 // AppendInfo describes an append (LogAppendInfo).
@@ -167,6 +171,7 @@ type Log struct {
 		running *commitRound // the round a leader is syncing, if any
 	}
 	onIOError func(err error) // from LogOptions.OnIOError
+	onFlush   func(time.Duration)
 	// offline is set after an I/O error when onIOError is set: the log dir is
 	// offline and every call fails with kerr.KafkaStorageError.
 	offline atomic.Bool
@@ -203,7 +208,7 @@ func OpenLog(o LogOptions) (*Log, error) {
 		o.Rand = func(n int64) int64 { return rand.Int64N(n) }
 	}
 	o.Config = o.Config.normalized()
-	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand, onIOError: o.OnIOError,
+	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand, onIOError: o.OnIOError, onFlush: o.OnFlush,
 		logger: o.Logger.With(zap.String("dir", filepath.Base(o.Dir)))}
 	l.mu.cfg = o.Config
 	l.mu.firstDirty = -1

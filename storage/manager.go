@@ -60,6 +60,8 @@ type ManagerOptions struct {
 	// (KIP-112), e.g. to report OfflineLogDirs in heartbeats: from its own
 	// goroutine at run time, from OpenManager's for a dir that failed to load.
 	OnDirFailure func(dir string)
+	// OnFlush is every log's LogOptions.OnFlush (flush time metrics).
+	OnFlush func(time.Duration)
 	// InitialOfflineDirs are log dirs offline from the start: their
 	// meta.properties could not be read (Kafka's MetaPropertiesEnsemble
 	// errorLogDirs, which BrokerServer hands LogManager as initialOfflineDirs).
@@ -404,7 +406,7 @@ func (m *Manager) loadDir(dir string) (parts []TopicPartition, listed bool, _ er
 			l, err := OpenLog(LogOptions{FS: fs, Dir: j.path, Config: cfg, Now: m.o.Now,
 				Logger:        m.logger.With(zap.String("topic", j.tp.Topic), zap.Int32("partition", j.tp.Partition)),
 				RecoveryPoint: recovery[j.tp], LogStartOffset: starts[j.tp], HadCleanShutdown: clean,
-				OnIOError: func(err error) { m.dirFailed(dir, err) }})
+				OnIOError: func(err error) { m.dirFailed(dir, err) }, OnFlush: m.o.OnFlush})
 			if err != nil {
 				err = fmt.Errorf("storage: loading %s: %w", j.path, err)
 				m.logger.Error("error while loading log", zap.String("log", j.path), zap.Error(err))
@@ -535,7 +537,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	}
 	l, err := OpenLog(LogOptions{FS: m.o.FS, Dir: filepath.Join(dir, tp.DirName()), Config: cfg, Now: m.o.Now,
 		Logger:           m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition)),
-		HadCleanShutdown: true, TopicID: topicID, OnIOError: func(err error) { m.dirFailed(dir, err) }})
+		HadCleanShutdown: true, TopicID: topicID, OnIOError: func(err error) { m.dirFailed(dir, err) }, OnFlush: m.o.OnFlush})
 	if err == nil {
 		if err = m.o.FS.SyncDir(dir); err != nil {
 			l.Close()
