@@ -71,24 +71,19 @@ func unreadableSegment(t *testing.T, partDir, stash string) func() {
 	}
 }
 
-// TestLogDirUnreadableAtStartup: a broker with two log.dirs, one of which cannot be
-// loaded at startup (an I/O error opening a partition's segment), serves the
-// other (Kafka's LogManager.loadLogs takes the failed dir offline through the
-// LogDirFailureChannel and goes on): its partitions and new topics, created in the
-// online dir only; the failed dir's partitions answer errors. Once the segment is
-// back, the next start serves everything. When every log dir fails, the broker
-// does not start ("all log dirs ... have failed").
-func TestLogDirUnreadableAtStartup(t *testing.T) {
-	t.Parallel()
-	b := NewBroker(t, BrokerOptions{})
-	data2 := filepath.Join(b.Dir, "data2")
+// twoDirBrokerWithTopic starts a broker on two log.dirs (its DataDir and
+// data2), creates topic with 4 partitions and produces perPartition records
+// "p<partition>-<i>" to each.
+func twoDirBrokerWithTopic(t *testing.T, topic string, perPartition int) (b *Broker, data2 string) {
+	t.Helper()
+	b = NewBroker(t, BrokerOptions{})
+	data2 = filepath.Join(b.Dir, "data2")
 	b.opts.Overrides = map[string]string{"log.dirs": b.DataDir + "," + data2}
 	b.Start()
 	b.WaitReady()
-
-	const topic, perPartition = "it-logdir", 10
 	createTopic(t, b, topic, 4, nil)
 	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
 	ctx := ctxT(t, 60*time.Second)
 	for p := int32(0); p < 4; p++ {
 		for i := range perPartition {
@@ -99,7 +94,20 @@ func TestLogDirUnreadableAtStartup(t *testing.T) {
 			}
 		}
 	}
-	cl.Close()
+	return b, data2
+}
+
+// TestLogDirUnreadableAtStartup: a broker with two log.dirs, one of which cannot be
+// loaded at startup (an I/O error opening a partition's segment), serves the
+// other (Kafka's LogManager.loadLogs takes the failed dir offline through the
+// LogDirFailureChannel and goes on): its partitions and new topics, created in the
+// online dir only; the failed dir's partitions answer errors. Once the segment is
+// back, the next start serves everything. When every log dir fails, the broker
+// does not start ("all log dirs ... have failed").
+func TestLogDirUnreadableAtStartup(t *testing.T) {
+	t.Parallel()
+	const topic, perPartition = "it-logdir", 10
+	b, data2 := twoDirBrokerWithTopic(t, topic, perPartition)
 	online, failing := partitionsIn(t, b.DataDir, topic), partitionsIn(t, data2, topic)
 	if len(online) == 0 || len(failing) == 0 || len(online)+len(failing) != 4 {
 		t.Fatalf("placement: %v in %s, %v in %s", online, b.DataDir, failing, data2)
@@ -185,25 +193,8 @@ func TestLogDirUnreadableAtStartup(t *testing.T) {
 // metadata log dir unreadable stops the startup.
 func TestLogDirUnreadableMetaProperties(t *testing.T) {
 	t.Parallel()
-	b := NewBroker(t, BrokerOptions{})
-	data2 := filepath.Join(b.Dir, "data2")
-	b.opts.Overrides = map[string]string{"log.dirs": b.DataDir + "," + data2}
-	b.Start()
-	b.WaitReady()
 	const topic, perPartition = "it-metaprops", 5
-	createTopic(t, b, topic, 4, nil)
-	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	ctx := ctxT(t, 60*time.Second)
-	for p := int32(0); p < 4; p++ {
-		for i := range perPartition {
-			r := kgo.StringRecord(fmt.Sprintf("p%d-%d", p, i))
-			r.Partition = p
-			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	cl.Close()
+	b, data2 := twoDirBrokerWithTopic(t, topic, perPartition)
 	online, offline := partitionsIn(t, b.DataDir, topic), partitionsIn(t, data2, topic)
 	if len(online) == 0 || len(offline) == 0 {
 		t.Fatalf("placement: %v in %s, %v in %s", online, b.DataDir, offline, data2)
