@@ -641,11 +641,5 @@ var supportedFeatures = []struct {
 // each topic its own. Keys storage does not know, or bad values (which
 // replication logs when it applies them), are skipped.
 func storageDefaults(topicDefaults map[string]string) storage.Config {
-	cfg := storage.DefaultConfig()
-	for k, v := range topicDefaults {
-		if c, err := cfg.With(map[string]string{k: v}); err == nil {
-			cfg = c
-		}
-	}
-	return cfg
+	return storage.DefaultConfig().WithValid(topicDefaults, nil)
 }

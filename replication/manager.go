@@ -171,18 +171,10 @@ func (rm *ReplicaManager) CurrentLeader(topic string, partition int32) (leader, 
 // broker defaults, then the topic's own configs. A bad value is logged and
 // skipped so one bad key never makes a partition unavailable.
 func (rm *ReplicaManager) effectiveConfig(topic string, overrides map[string]string) storage.Config {
-	cfg := storage.DefaultConfig()
-	for _, m := range []map[string]string{rm.defaults, overrides} {
-		for k, v := range m {
-			c, err := cfg.With(map[string]string{k: v})
-			if err != nil {
-				rm.logger.Warn("ignoring invalid topic config", zap.String("topic", topic), zap.String("key", k), zap.Error(err))
-				continue
-			}
-			cfg = c
-		}
+	bad := func(k string, err error) {
+		rm.logger.Warn("ignoring invalid topic config", zap.String("topic", topic), zap.String("key", k), zap.Error(err))
 	}
-	return cfg
+	return storage.DefaultConfig().WithValid(rm.defaults, bad).WithValid(overrides, bad)
 }
 
 // OnImage applies a new metadata image: for every partition with a replica

@@ -158,6 +158,22 @@ func (c Config) With(m map[string]string) (Config, error) {
 	return c, nil
 }
 
+// WithValid is With that skips each key whose value is invalid, telling bad (if
+// set), so that one bad value never keeps the others from applying.
+func (c Config) WithValid(m map[string]string, bad func(key string, err error)) Config {
+	for k, v := range m {
+		next := c
+		if err := next.set(k, strings.TrimSpace(v)); err != nil {
+			if bad != nil {
+				bad(k, fmt.Errorf("invalid value %q for configuration %s: %w", v, k, err))
+			}
+			continue
+		}
+		c = next
+	}
+	return c
+}
+
 func parseInt(v string, lo, hi int64) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {

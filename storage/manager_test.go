@@ -124,3 +124,16 @@ func TestParseCleanShutdown(t *testing.T) {
 		t.Error("garbage parsed")
 	}
 }
+
+// WithValid applies the good keys and skips (and reports) the bad one.
+func TestConfigWithValid(t *testing.T) {
+	var bad []string
+	c := DefaultConfig().WithValid(map[string]string{"retention.ms": "1000", "segment.bytes": "not-a-number", "unknown.key": "x"},
+		func(k string, err error) { bad = append(bad, k) })
+	if c.RetentionMs != 1000 || c.SegmentBytes != DefaultConfig().SegmentBytes {
+		t.Fatalf("retention.ms %d, segment.bytes %d", c.RetentionMs, c.SegmentBytes)
+	}
+	if len(bad) != 1 || bad[0] != "segment.bytes" {
+		t.Fatalf("reported %v", bad)
+	}
+}
