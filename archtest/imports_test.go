@@ -19,11 +19,12 @@ var allowed = map[string][]string{
 	"protocol":      {},
 	"config":        {},
 	"metadatacache": {},
+	"coordinator":   {},
 	"storage":       {"storage/vfs"},
 	"raft":          {"storage", "storage/vfs", "protocol"},
 	"controller":    {"raft", "metadatacache", "config"},
 	"replication":   {"storage", "storage/vfs", "metadatacache", "protocol"},
-	"group":         {"replication", "storage", "storage/vfs", "metadatacache", "config"},
+	"group":         {"coordinator", "replication", "storage", "storage/vfs", "metadatacache", "config"},
 }
 
 func TestImportsPointDown(t *testing.T) {

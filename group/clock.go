@@ -1,113 +1,17 @@
 package group
 
-import (
-	"sort"
-	"sync"
-	"time"
+import "github.com/kgo-broker/kgo-broker/coordinator"
+
+// The coordinator's time source is the runtime's (coordinator.Clock), so
+// session, rebalance and retention timers are driven by one ManualClock in
+// tests.
+type (
+	Clock       = coordinator.Clock
+	Timer       = coordinator.Timer
+	ManualClock = coordinator.ManualClock
 )
 
-// Clock is the coordinator's time source: session, rebalance and
-// retention timers all go through it, so tests drive them with a
-// ManualClock instead of sleeping.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc runs f in its own goroutine after d.
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a scheduled AfterFunc.
-type Timer interface {
-	// Stop prevents the timer from firing; false if it already fired.
-	Stop() bool
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                            { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
-
-// ManualClock is a Clock that only moves when told to. Advance runs the
-// timers that fall due, in deadline order, on the caller's goroutine.
-type ManualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	seq    uint64
-	timers map[uint64]*manualTimer
-}
-
-type manualTimer struct {
-	c  *ManualClock
-	id uint64
-	at time.Time
-	f  func()
-}
+type realClock = coordinator.RealClock
 
 // NewManualClock returns a ManualClock reading start.
-func NewManualClock(start time.Time) *ManualClock {
-	return &ManualClock{now: start, timers: map[uint64]*manualTimer{}}
-}
-
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	t := &manualTimer{c: c, id: c.seq, at: c.now.Add(d), f: f}
-	c.timers[t.id] = t
-	return t
-}
-
-func (t *manualTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	_, ok := t.c.timers[t.id]
-	delete(t.c.timers, t.id)
-	return ok
-}
-
-// Advance moves the clock forward by d, firing due timers one at a time
-// (timers a callback schedules within the window fire too).
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		var due []*manualTimer
-		for _, t := range c.timers {
-			if !t.at.After(end) {
-				due = append(due, t)
-			}
-		}
-		if len(due) == 0 {
-			c.now = end
-			c.mu.Unlock()
-			return
-		}
-		sort.Slice(due, func(i, j int) bool {
-			if due[i].at.Equal(due[j].at) {
-				return due[i].id < due[j].id
-			}
-			return due[i].at.Before(due[j].at)
-		})
-		t := due[0]
-		delete(c.timers, t.id)
-		if t.at.After(c.now) {
-			c.now = t.at
-		}
-		c.mu.Unlock()
-		t.f()
-	}
-}
-
-// Pending reports how many timers are scheduled.
-func (c *ManualClock) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
+var NewManualClock = coordinator.NewManualClock

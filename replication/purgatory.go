@@ -24,11 +24,16 @@ import (
 
 type waiter struct {
 	ch chan struct{}
+	fn func() // instead of ch: a watcher outside the package (WatchPartition)
 }
 
 func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
 
 func (w *waiter) wake() {
+	if w.fn != nil {
+		w.fn()
+		return
+	}
 	select {
 	case w.ch <- struct{}{}:
 	default:

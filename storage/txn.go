@@ -220,3 +220,49 @@ func (l *Log) replayAborted(s *segment, u *producerUpdate, done []completedTxn, 
 	}
 	return nil
 }
+
+// endTxnMarkerValueSize is EndTransactionMarker's value: int16 version 0,
+// int32 coordinator epoch.
+const endTxnMarkerValueSize = 6
+
+// BuildEndTxnMarker encodes a control batch holding one end-transaction
+// marker (EndTransactionMarker.java): key = control record key (version 0,
+// type COMMIT or ABORT), value = int16 version 0 + int32 coordinatorEpoch,
+// with the producer's id and epoch, transactional and control bits set.
+func BuildEndTxnMarker(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, timestampMs int64) []byte {
+	typ := ControlAbort
+	if commit {
+		typ = ControlCommit
+	}
+	v := make([]byte, endTxnMarkerValueSize)
+	binary.BigEndian.PutUint32(v[2:], uint32(coordinatorEpoch))
+	return BuildBatch(BatchOptions{Control: true, Transactional: true,
+		Producer: &BatchProducer{ID: producerID, Epoch: producerEpoch, BaseSequence: NoSequence}},
+		Record{Key: ControlRecordKey(typ), Value: v, Timestamp: timestampMs})
+}
+
+// ParseEndTxnMarker reads the marker of a control batch (h, raw as WalkBatches
+// gives them): whether it commits, and the coordinator epoch. ok is false
+// for other control batches (LEADER_CHANGE, snapshot markers) and malformed
+// ones.
+func ParseEndTxnMarker(h BatchHeader, raw []byte) (commit bool, coordinatorEpoch int32, ok bool) {
+	if !h.IsControl() {
+		return false, 0, false
+	}
+	_ = walkBatchRecords(h, raw, func(r *Record) error {
+		if len(r.Key) < 4 || binary.BigEndian.Uint16(r.Key) != 0 || len(r.Value) < endTxnMarkerValueSize {
+			return io.EOF
+		}
+		switch int16(binary.BigEndian.Uint16(r.Key[2:])) {
+		case ControlCommit:
+			commit, ok = true, true
+		case ControlAbort:
+			ok = true
+		default:
+			return io.EOF
+		}
+		coordinatorEpoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
+		return io.EOF
+	})
+	return commit, coordinatorEpoch, ok
+}

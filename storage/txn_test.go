@@ -65,3 +65,23 @@ func TestTransactionsIndex(t *testing.T) {
 	}
 	l2.Close()
 }
+
+func TestEndTxnMarkerRoundTrip(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		b := BuildEndTxnMarker(42, 7, commit, 3, 1_700_000_000_000)
+		h, err := ParseBatchHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.IsControl() || !h.IsTransactional() || h.ProducerID != 42 || h.ProducerEpoch != 7 || h.NumRecords != 1 {
+			t.Fatalf("header %+v", h)
+		}
+		gotCommit, epoch, ok := ParseEndTxnMarker(h, b)
+		if !ok || gotCommit != commit || epoch != 3 {
+			t.Fatalf("commit=%v: parsed %v %d %v", commit, gotCommit, epoch, ok)
+		}
+		if typ, ok := controlType(h, b); !ok || (typ == ControlCommit) != commit {
+			t.Fatalf("controlType %d", typ)
+		}
+	}
+}

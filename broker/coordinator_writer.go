@@ -1,0 +1,73 @@
+package broker
+
+import (
+	"github.com/kgo-broker/kgo-broker/coordinator"
+	"github.com/kgo-broker/kgo-broker/replication"
+	"github.com/kgo-broker/kgo-broker/storage"
+)
+
+// coordinatorWriter is the coordinator runtime's Writer on this node's
+// replica manager (Kafka's CoordinatorPartitionWriter): coordinator batches
+// are appended as leader, origin coordinator, acks=1; the runtime completes
+// operations when the high watermark passes them.
+type coordinatorWriter struct {
+	replicas *replication.ReplicaManager
+}
+
+var _ coordinator.Writer = coordinatorWriter{}
+
+func (w coordinatorWriter) Append(tp coordinator.TopicPartition, leaderEpoch int32, b coordinator.Batch) (int64, error) {
+	var batch []byte
+	if b.Marker != nil {
+		batch = storage.BuildEndTxnMarker(b.ProducerID, b.ProducerEpoch, b.Marker.Commit, b.Marker.CoordinatorEpoch, b.TimestampMs)
+	} else {
+		recs := make([]storage.Record, len(b.Records))
+		for i, r := range b.Records {
+			recs[i] = storage.Record{Key: r.Key, Value: r.Value, Timestamp: b.TimestampMs}
+		}
+		o := storage.BatchOptions{Transactional: b.Transactional}
+		if b.ProducerID >= 0 {
+			// Coordinator-origin batches carry no sequence (Kafka's
+			// RecordBatch.NO_SEQUENCE): the log does not check it.
+			o.Producer = &storage.BatchProducer{ID: b.ProducerID, Epoch: b.ProducerEpoch, BaseSequence: storage.NoSequence}
+		}
+		batch = storage.BuildBatch(o, recs...)
+	}
+	info, err := w.replicas.AppendCoordinator(tp.Topic, tp.Partition, leaderEpoch, batch)
+	if err != nil {
+		return 0, err
+	}
+	return info.LastOffset + 1, nil
+}
+
+func (w coordinatorWriter) HighWatermark(tp coordinator.TopicPartition) (int64, error) {
+	return w.replicas.HighWatermarkOf(tp.Topic, tp.Partition)
+}
+
+func (w coordinatorWriter) Watch(tp coordinator.TopicPartition, wake func()) (func(), error) {
+	return w.replicas.WatchPartition(tp.Topic, tp.Partition, wake)
+}
+
+func (w coordinatorWriter) Read(tp coordinator.TopicPartition, fn func(coordinator.Loaded) error) (int64, error) {
+	return w.replicas.ReadLog(tp.Topic, tp.Partition, func(h storage.BatchHeader, raw []byte) error {
+		if h.IsControl() {
+			commit, epoch, ok := storage.ParseEndTxnMarker(h, raw)
+			if !ok {
+				return nil
+			}
+			return fn(coordinator.Loaded{Offset: h.BaseOffset, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
+				Transactional: true, Marker: &coordinator.Marker{Commit: commit, CoordinatorEpoch: epoch}})
+		}
+		recs, err := storage.DecodeRecords(raw)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := fn(coordinator.Loaded{Offset: r.Offset, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
+				Transactional: h.IsTransactional(), Key: r.Key, Value: r.Value}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
