@@ -46,6 +46,7 @@ type Broker struct {
 	replicas *replication.ReplicaManager
 	forward  *controllerChannel
 	groups   *group.Coordinator // group coordinator (group/); nil without the broker role
+	peers    *brokerClients     // requests to other brokers (interbroker.go); nil without the broker role
 
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/kgo-broker/kgo-broker/coordinator"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/storage"
@@ -70,4 +72,11 @@ func (w coordinatorWriter) Read(tp coordinator.TopicPartition, fn func(coordinat
 		}
 		return nil
 	})
+}
+
+// VerifyTransaction is not wired yet: transactional coordinator writes are
+// appended without a verification guard until the partition side of
+// KIP-890 verification exists (AddPartitionsToTxnManager).
+func (w coordinatorWriter) VerifyTransaction(ctx context.Context, tp coordinator.TopicPartition, txnID string, producerID int64, producerEpoch int16, add bool) (any, error) {
+	return nil, nil
 }

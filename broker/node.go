@@ -305,6 +305,8 @@ func (n *Node) start(ctx context.Context) error {
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)
+	n.broker.peers = newBrokerClients(cfg.NodeID, cfg.InterBrokerListenerName, n.cache.Image, n.broker.Handle,
+		n.logger.Named("inter-broker"))
 
 	// The group coordinator follows the __consumer_offsets leaders after
 	// the replica manager (group/doc.go).
@@ -499,6 +501,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 	// and acks=all produces at once, so draining the listeners is quick.
 	if n.broker != nil && n.broker.groups != nil {
 		n.broker.groups.Close()
+	}
+	if n.broker != nil && n.broker.peers != nil {
+		n.broker.peers.Close()
 	}
 	if n.replicas != nil {
 		n.replicas.Close()

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,6 +18,8 @@ type MemLog struct {
 	autoCommit bool
 	// failNext fails the next appends with this error.
 	failNext error
+	// verifyErr is what VerifyTransaction answers.
+	verifyErr error
 }
 
 type memPart struct {
@@ -53,6 +56,13 @@ func (m *MemLog) SetAutoCommit(on bool) {
 func (m *MemLog) FailAppends(err error) {
 	m.mu.Lock()
 	m.failNext = err
+	m.mu.Unlock()
+}
+
+// FailVerification makes VerifyTransaction answer err (nil: success).
+func (m *MemLog) FailVerification(err error) {
+	m.mu.Lock()
+	m.verifyErr = err
 	m.mu.Unlock()
 }
 
@@ -190,4 +200,11 @@ func (m *MemLog) Read(tp TopicPartition, fn func(Loaded) error) (int64, error) {
 		}
 	}
 	return end, nil
+}
+
+// VerifyTransaction answers what FailVerification set, with no guard.
+func (m *MemLog) VerifyTransaction(_ context.Context, _ TopicPartition, _ string, _ int64, _ int16, _ bool) (any, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return nil, m.verifyErr
 }

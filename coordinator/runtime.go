@@ -80,6 +80,14 @@ type Writer interface {
 	// from its log start to its log end, in offset order, and returns the
 	// log end offset it read to.
 	Read(tp TopicPartition, fn func(Loaded) error) (int64, error)
+	// VerifyTransaction checks with the transaction coordinator of txnID
+	// that tp is part of the producer's ongoing transaction, adding it when
+	// add is set (transaction.version 2, KIP-890 part 2), and returns the
+	// verification guard a transactional Append of that producer must carry
+	// (Kafka's VerificationGuard, Batch.Guard). It waits on the network:
+	// call it before Run, never on a loop. A nil guard and nil error when
+	// verification is off (transaction.partition.verification.enable=false).
+	VerifyTransaction(ctx context.Context, tp TopicPartition, txnID string, producerID int64, producerEpoch int16, add bool) (guard any, err error)
 }
 
 // Shard is a coordinator's state for one partition (Kafka's
