@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/coordinator"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
@@ -163,30 +164,11 @@ func (c *Coordinator) Close() {
 }
 
 // JavaStringHash is Java's String.hashCode over UTF-16 code units.
-func JavaStringHash(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
+func JavaStringHash(s string) int32 { return coordinator.JavaStringHash(s) }
 
-// PartitionFor is Kafka's groupId -> __consumer_offsets partition:
-// Utils.abs(groupId.hashCode()) % numPartitions (Utils.abs maps MIN_VALUE to 0).
+// PartitionFor is Kafka's groupId -> __consumer_offsets partition.
 func PartitionFor(groupID string, numPartitions int32) int32 {
-	h := JavaStringHash(groupID)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % numPartitions
+	return coordinator.PartitionFor(groupID, numPartitions)
 }
 
 func (c *Coordinator) numPartitions() int32 {
@@ -466,4 +448,17 @@ func code(err error) int16 {
 		return ke.Code
 	}
 	return kerr.UnknownServerError.Code
+}
+
+// CompleteTransaction writes the end-transaction marker of a producer to a
+// __consumer_offsets partition this node leads and makes the producer's
+// pending transactional offsets committed or drops them (Kafka's
+// GroupCoordinator.completeTransaction, called from WriteTxnMarkers). It
+// returns once the marker is committed; errors are kerr errors
+// (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
+//
+// Not built yet: transactional offsets arrive with the coordinator runtime
+// port of this package.
+func (c *Coordinator) CompleteTransaction(ctx context.Context, partition int32, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) error {
+	return kerr.NotCoordinator
 }
