@@ -45,6 +45,11 @@ type Cache struct {
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on each publish
 
+	// deliverMu is held while subscribers run, outside mu: whoever holds it
+	// delivers the queued publications in order (deliverMu -> mu, never the
+	// reverse), so subscribers never run under mu and never out of order.
+	deliverMu sync.Mutex
+
 	// mu serializes Apply, LoadSnapshot and Subscribe, and guards the fields below.
 	mu struct {
 		sync.Mutex
@@ -59,6 +64,8 @@ type Cache struct {
 		deferredOK                     bool
 		deferredOffset, deferredTimeMs int64
 		deferredEpoch                  int32
+		// published holds the publications not yet delivered to subs.
+		published []publication
 	}
 	clusterID string
 	logger    *zap.Logger
@@ -79,11 +86,16 @@ func (c *Cache) Image() *Image {
 	return EmptyImage(c.clusterID)
 }
 
+// publication is one published image and the one it replaced.
+type publication struct{ old, new *Image }
+
 // Subscribe registers fn to be called after each publish, in publish order,
 // with the previous and the new image. fn runs on the goroutine calling
-// Apply/LoadSnapshot, before that call returns, and must not call Apply,
-// LoadSnapshot or Subscribe (it may call Image and WaitForOffset for
-// offsets already published).
+// Apply/LoadSnapshot/Flush, before that call returns, after the cache
+// released its lock (so fn may do I/O and take its own locks without
+// ordering them after the cache's), and must not call Apply, LoadSnapshot,
+// Flush or Subscribe (it may call Image and WaitForOffset for offsets
+// already published).
 func (c *Cache) Subscribe(fn func(old, new *Image)) {
 	c.mu.Lock()
 	c.mu.subs = append(c.mu.subs, fn)
@@ -112,7 +124,9 @@ func (c *Cache) WaitForOffset(ctx context.Context, offset int64) error {
 	}
 }
 
-// publish stores img as current and tells waiters and subscribers. c.mu must be held.
+// publish stores img as current, wakes waiters and queues the publication
+// for the subscribers, which deliver runs once c.mu is released. c.mu must
+// be held.
 func (c *Cache) publish(img *Image) {
 	old := c.Image()
 	c.notifyMu.Lock()
@@ -122,8 +136,27 @@ func (c *Cache) publish(img *Image) {
 		c.notify = nil
 	}
 	c.notifyMu.Unlock()
-	for _, fn := range c.mu.subs {
-		fn(old, img)
+	c.mu.published = append(c.mu.published, publication{old: old, new: img})
+}
+
+// deliver calls the subscribers for every queued publication, in order.
+// Called without c.mu, after every method that may publish.
+func (c *Cache) deliver() {
+	c.deliverMu.Lock()
+	defer c.deliverMu.Unlock()
+	for {
+		c.mu.Lock()
+		q, subs := c.mu.published, c.mu.subs
+		c.mu.published = nil
+		c.mu.Unlock()
+		if len(q) == 0 {
+			return
+		}
+		for _, p := range q {
+			for _, fn := range subs {
+				fn(p.old, p.new)
+			}
+		}
 	}
 }
 
@@ -160,6 +193,7 @@ func (c *Cache) ApplyDeferred(b Batch) error {
 // Flush publishes the changes pending from ApplyDeferred, unless a metadata
 // transaction is still open (its end publishes them).
 func (c *Cache) Flush() {
+	defer c.deliver()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.inTxn || c.mu.pending == nil || !c.mu.deferredOK {
@@ -177,6 +211,7 @@ func (c *Cache) publishPendingLocked() {
 }
 
 func (c *Cache) apply(b Batch, publish bool) error {
+	defer c.deliver()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.mu.started {
@@ -265,6 +300,7 @@ func (c *Cache) apply(b Batch, publish bool) error {
 // replayed are skipped and reported as with Apply, with ReplayError.Offset
 // set to the record's index in b.Records.
 func (c *Cache) LoadSnapshot(b Batch) error {
+	defer c.deliver()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.pending, c.mu.inTxn, c.mu.preTxn = nil, false, nil

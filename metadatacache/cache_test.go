@@ -611,3 +611,31 @@ func TestApplyDeferredThenTransaction(t *testing.T) {
 		t.Fatalf("after End: offset %d", img.Offset)
 	}
 }
+
+// Subscribers run after the cache released its lock, so they may do I/O and
+// take their own locks without ordering them after the cache's, and see
+// publications in order even when one of them is slow.
+func TestSubscribersRunOutsideTheCacheLock(t *testing.T) {
+	c := NewCache(Config{})
+	var offsets []int64
+	c.Subscribe(func(old, img *Image) {
+		if !c.mu.TryLock() {
+			t.Errorf("subscriber for offset %d runs under the cache lock", img.Offset)
+			return
+		}
+		c.mu.Unlock()
+		if old.Offset >= img.Offset {
+			t.Errorf("old image at %d, new at %d", old.Offset, img.Offset)
+		}
+		offsets = append(offsets, img.Offset)
+	})
+	for i := int64(0); i < 3; i++ {
+		if err := c.Apply(Batch{BaseOffset: i, LastOffset: i, Epoch: 1,
+			Records: []Record{&TopicRecord{Name: fmt.Sprintf("t%d", i), TopicID: [16]byte{7, byte(i)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(offsets) != "[0 1 2]" {
+		t.Fatalf("delivered %v", offsets)
+	}
+}
