@@ -206,16 +206,6 @@ func (n *Node) start(ctx context.Context) error {
 				LoadFactor:          cfg.Double("log.cleaner.io.buffer.load.factor"),
 				BackoffMs:           cfg.Long("log.cleaner.backoff.ms"),
 			},
-			// The cleaner never compacts at or above the high watermark.
-			HighWatermark: func(tp storage.TopicPartition) int64 {
-				if n.replicas == nil {
-					return -1
-				}
-				if p, ok := n.replicas.Partition(tp.Topic, tp.Partition); ok {
-					return p.HighWatermark()
-				}
-				return -1
-			},
 			// KIP-112: a failed log dir is reported to the controller in
 			// the next heartbeat's OfflineLogDirs.
 			OnDirFailure: func(dir string) {

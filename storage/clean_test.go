@@ -669,18 +669,17 @@ func TestEmptyCheckpointFile(t *testing.T) {
 	}
 }
 
-// The cleaner stays below the high watermark the Manager is told about.
+// The cleaner stays below the high watermark the log is told about.
 func TestCleanerHighWatermarkBound(t *testing.T) {
 	fs := vfs.NewMem()
 	clk := newClock()
-	hw := int64(3)
-	m, err := OpenManager(ManagerOptions{FS: fs, LogDirs: []string{"/d1"}, Now: clk.Now,
-		HighWatermark: func(TopicPartition) int64 { return hw }})
+	m, err := OpenManager(ManagerOptions{FS: fs, LogDirs: []string{"/d1"}, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	l, _ := m.GetOrCreateLog(TopicPartition{"c", 0}, [16]byte{1}, compactCfg())
+	l.SetHighWatermark(3)
 	for i := range 6 {
 		mustAppend(t, l, kv(clk.Ms(), "k", fmt.Sprint(i)), 0)
 		if i == 2 {

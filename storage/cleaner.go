@@ -187,11 +187,7 @@ func (m *Manager) Clean() (bool, error) {
 			ml.log.mu.RUnlock()
 			continue
 		}
-		bound := int64(-1)
-		if m.o.HighWatermark != nil {
-			bound = m.o.HighWatermark(tp)
-		}
-		inf := ml.log.cleanableLocked(now, bound)
+		inf := ml.log.cleanableLocked(now, ml.log.HighWatermark())
 		minRatio := ml.log.mu.cfg.MinCleanableDirtyRatio
 		ml.log.mu.RUnlock()
 		if !(inf.needNow && inf.dirtyBytes > 0) && !(inf.ratio > minRatio) {
@@ -217,11 +213,7 @@ func (m *Manager) Clean() (bool, error) {
 	om := <-m.cleaner.maps
 	defer func() { m.cleaner.maps <- om }()
 	l := best.ml.log
-	bound := int64(-1)
-	if m.o.HighWatermark != nil {
-		bound = m.o.HighWatermark(best.tp)
-	}
-	stats, err := l.cleanOnce(om, m.o.Cleaner.IOBufferSize, m.cleaner.throttle.take, bound)
+	stats, err := l.cleanOnce(om, m.o.Cleaner.IOBufferSize, m.cleaner.throttle.take, l.HighWatermark())
 	switch {
 	case err == nil:
 	case errors.Is(err, errCleaningAborted) || errors.Is(err, ErrClosed):
@@ -326,15 +318,11 @@ func (m *Manager) Uncleanable() map[string]UncleanableStats {
 	}
 	now := m.o.Now().UnixMilli()
 	for _, mk := range marks {
-		bound := int64(-1)
-		if m.o.HighWatermark != nil {
-			bound = m.o.HighWatermark(mk.tp)
-		}
 		st := out[mk.dir]
 		st.Partitions++
 		mk.l.mu.RLock()
 		if !mk.l.mu.closed {
-			st.Bytes += mk.l.cleanableLocked(now, bound).dirtyBytes
+			st.Bytes += mk.l.cleanableLocked(now, mk.l.HighWatermark()).dirtyBytes
 		}
 		mk.l.mu.RUnlock()
 		out[mk.dir] = st

@@ -52,10 +52,6 @@ type ManagerOptions struct {
 	RecoveryThreadsPerDataDir int   // num.recovery.threads.per.data.dir, 2
 	// Cleaner configures the log cleaner (log.cleaner.*).
 	Cleaner CleanerOptions
-	// HighWatermark, when set, gives a partition's high watermark (-1 unknown): the
-	// cleaner never cleans at or above it (Kafka bounds cleaning by the last stable
-	// offset, which is below the high watermark).
-	HighWatermark func(tp TopicPartition) int64
 	// OnDirFailure is called when a log dir goes offline after an I/O error
 	// (KIP-112), e.g. to report OfflineLogDirs in heartbeats: from its own
 	// goroutine at run time, from OpenManager's for a dir that failed to load.
