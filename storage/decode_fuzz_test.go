@@ -38,10 +38,10 @@ func memFile(t *testing.T, name string, data []byte) vfs.FS {
 func FuzzDecodeProducerSnapshot(f *testing.F) {
 	f.Add(newProducerState().encodeSnapshot())
 	ps := newProducerState()
-	u := ps.begin()
-	u.append(BatchHeader{BaseOffset: 10, LastOffsetDelta: 4, NumRecords: 5, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 20, MaxTimestamp: 1234}, true)
-	u.append(BatchHeader{BaseOffset: 15, LastOffsetDelta: 0, NumRecords: 1, ProducerID: 10, ProducerEpoch: 0, BaseSequence: 0, MaxTimestamp: 99, Attributes: attrTransactional}, true)
-	u.append(BatchHeader{BaseOffset: 16, LastOffsetDelta: 2, NumRecords: 3, ProducerID: math.MaxInt64, ProducerEpoch: math.MaxInt16, BaseSequence: math.MaxInt32 - 1, MaxTimestamp: -1}, true)
+	u := ps.begin(OriginClient, 0)
+	u.append(BatchHeader{BaseOffset: 10, LastOffsetDelta: 4, NumRecords: 5, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 20, MaxTimestamp: 1234}, nil)
+	u.append(BatchHeader{BaseOffset: 15, LastOffsetDelta: 0, NumRecords: 1, ProducerID: 10, ProducerEpoch: 0, BaseSequence: 0, MaxTimestamp: 99, Attributes: attrTransactional}, nil)
+	u.append(BatchHeader{BaseOffset: 16, LastOffsetDelta: 2, NumRecords: 3, ProducerID: math.MaxInt64, ProducerEpoch: math.MaxInt16, BaseSequence: math.MaxInt32 - 1, MaxTimestamp: -1}, nil)
 	u.commit()
 	f.Add(ps.encodeSnapshot())
 	f.Add([]byte{0, 1, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff}) // bad crc, huge count
