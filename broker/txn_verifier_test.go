@@ -164,7 +164,9 @@ func TestTxnVerifierBatchesPerCoordinator(t *testing.T) {
 		results := make([]map[storage.TopicPartition]int16, 6)
 		var wg sync.WaitGroup
 		call := func(i int, id string, epoch int16, tp storage.TopicPartition) {
-			wg.Go(func() { results[i] = v.AddOrVerify(ctx, id, 1, epoch, []storage.TopicPartition{tp}, replication.TxnDefaultError) })
+			wg.Go(func() {
+				results[i] = v.AddOrVerify(ctx, id, 1, epoch, []storage.TopicPartition{tp}, replication.TxnDefaultError)
+			})
 			synctest.Wait()
 		}
 		call(0, id0, 0, tpA) // in flight to broker 1
