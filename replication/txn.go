@@ -194,6 +194,7 @@ func (rm *ReplicaManager) verifyProduce(ctx context.Context, req *kmsg.ProduceRe
 	start := rm.now()
 	var errs map[storage.TopicPartition]int16
 	var guards map[storage.TopicPartition]*storage.VerificationGuard
+retry:
 	for {
 		errs, guards = rm.sendPartitionsToCoordinator(ctx, *req.TransactionID, producers[0].id, producers[0].epoch, batchInfo, op)
 		// Transaction.version 2 adds the partition from the produce: the
@@ -208,10 +209,10 @@ func (rm *ReplicaManager) verifyProduce(ctx context.Context, req *kmsg.ProduceRe
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			break retry // answered with the last attempt's errors
 		case <-rm.closed:
 			t.Stop()
-			return nil
+			break retry
 		}
 	}
 	for tp, e := range byTP {
