@@ -18,10 +18,16 @@ package broker
 //   - acks=0: no response; any partition error closes the connection, as
 //     Kafka does so the producer notices.
 //   - Transactional batches without a transactional id answer
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition; with one,
-//     INVALID_TXN_STATE (Kafka's answer when the coordinator has not seen the
-//     partition added to the transaction; there is no transaction
-//     coordinator yet).
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition; batches of
+//     more than one transactional producer, INVALID_PRODUCER_ID_MAPPING on
+//     every partition. With a transactional id, the partitions where the
+//     producer has no open transaction are verified with its transaction
+//     coordinator first (KIP-890, transaction.partition.verification.enable;
+//     replication/txn.go and txn_verifier.go): INVALID_TXN_STATE when the
+//     partition is not in the transaction, NOT_ENOUGH_REPLICAS ("Unable to
+//     verify ... Underlying error: X") for the coordinator's retriable
+//     errors; a write the log finds unverified (a marker came in between)
+//     is INVALID_TXN_STATE too.
 //
 // Version notes:
 //   - v3: transactional id; magic 2 only
@@ -30,8 +36,13 @@ package broker
 //   - v8: per-record errors and error message (KIP-467)
 //   - v9: flexible
 //   - v10: CurrentLeader and NodeEndpoints on NOT_LEADER_OR_FOLLOWER (KIP-951)
-//   - v11: transaction verification semantics (KIP-890), no body change
-//   - v12: no body change (KIP-890 part 2)
+//   - v11: transaction verification semantics (KIP-890), no body change:
+//     the client handles TRANSACTION_ABORTABLE (older versions get
+//     INVALID_TXN_STATE instead)
+//   - v12: no body change (KIP-890 part 2, transaction.version 2): the
+//     leader adds the partition to the transaction itself (also with
+//     verification off) and retries CONCURRENT_TRANSACTIONS for up to
+//     add.partitions.to.txn.retry.backoff.max.ms, answering it unmapped
 //   - v13: topic ids instead of names (KIP-516)
 
 import (

@@ -35,7 +35,8 @@ func (w coordinatorWriter) Append(tp coordinator.TopicPartition, leaderEpoch int
 		}
 		batch = storage.BuildBatch(o, recs...)
 	}
-	info, err := w.replicas.AppendCoordinator(tp.Topic, tp.Partition, leaderEpoch, batch)
+	guard, _ := b.Guard.(*storage.VerificationGuard)
+	info, err := w.replicas.AppendCoordinator(tp.Topic, tp.Partition, leaderEpoch, batch, guard)
 	if err != nil {
 		return 0, err
 	}
@@ -74,9 +75,25 @@ func (w coordinatorWriter) Read(tp coordinator.TopicPartition, fn func(coordinat
 	})
 }
 
-// VerifyTransaction is not wired yet: transactional coordinator writes are
-// appended without a verification guard until the partition side of
-// KIP-890 verification exists (AddPartitionsToTxnManager).
+// VerifyTransaction is maybeSendPartitionToTransactionCoordinator on this
+// node's replica manager (CoordinatorPartitionWriter.maybeStartTransactionVerification):
+// a verification entry on the partition's leader log, then AddPartitionsToTxn
+// to the coordinator of txnID (txn_verifier.go), verify-only or, with add
+// (transaction.version 2), adding the partition. The guard is a
+// *storage.VerificationGuard for Batch.Guard; nil (and no request) when the
+// producer's transaction is already open on the partition, or when
+// verification is off and add is not set. Errors are the coordinator's
+// (kerr), unmapped, as Kafka hands them to the group coordinator;
+// TRANSACTION_ABORTABLE stays as it is (the TxnOffsetCommit v4 rules: the
+// group coordinator answers older versions INVALID_TXN_STATE).
 func (w coordinatorWriter) VerifyTransaction(ctx context.Context, tp coordinator.TopicPartition, txnID string, producerID int64, producerEpoch int16, add bool) (any, error) {
-	return nil, nil
+	op := replication.TxnGenericErrorSupported
+	if add {
+		op = replication.TxnAddPartition
+	}
+	g, err := w.replicas.VerifyTransaction(ctx, tp.Topic, tp.Partition, txnID, producerID, producerEpoch, op)
+	if err != nil || g == nil {
+		return nil, err
+	}
+	return g, nil
 }

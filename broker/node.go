@@ -185,18 +185,19 @@ func (n *Node) start(ctx context.Context) error {
 
 	if cfg.ProcessRoles.IsBroker() {
 		logs, err := storage.OpenManager(storage.ManagerOptions{
-			FS:                        n.nc.FS,
-			LogDirs:                   cfg.LogDirs,
-			InitialOfflineDirs:        n.nc.OfflineLogDirs,
-			Config:                    storageDefaults(cfg.TopicDefaults()),
-			OnFlush:                   n.observeFlush,
-			Now:                       now,
-			Logger:                    n.logger.Named("storage"),
-			FlushCheckIntervalMs:      cfg.Long("log.flush.scheduler.interval.ms"),
-			RecoveryCheckpointMs:      int64(cfg.Int("log.flush.offset.checkpoint.interval.ms")),
-			LogStartCheckpointMs:      int64(cfg.Int("log.flush.start.offset.checkpoint.interval.ms")),
-			RetentionCheckIntervalMs:  cfg.Long("log.retention.check.interval.ms"),
-			RecoveryThreadsPerDataDir: int(cfg.Int("num.recovery.threads.per.data.dir")),
+			FS:                                n.nc.FS,
+			LogDirs:                           cfg.LogDirs,
+			InitialOfflineDirs:                n.nc.OfflineLogDirs,
+			Config:                            storageDefaults(cfg.TopicDefaults()),
+			OnFlush:                           n.observeFlush,
+			Now:                               now,
+			Logger:                            n.logger.Named("storage"),
+			FlushCheckIntervalMs:              cfg.Long("log.flush.scheduler.interval.ms"),
+			RecoveryCheckpointMs:              int64(cfg.Int("log.flush.offset.checkpoint.interval.ms")),
+			LogStartCheckpointMs:              int64(cfg.Int("log.flush.start.offset.checkpoint.interval.ms")),
+			RetentionCheckIntervalMs:          cfg.Long("log.retention.check.interval.ms"),
+			ProducerExpirationCheckIntervalMs: int64(cfg.Int("producer.id.expiration.check.interval.ms")),
+			RecoveryThreadsPerDataDir:         int(cfg.Int("num.recovery.threads.per.data.dir")),
 			Cleaner: storage.CleanerOptions{
 				Disabled:            !cfg.Bool("log.cleaner.enable") || cfg.Int("log.cleaner.threads") == 0,
 				Threads:             int(cfg.Int("log.cleaner.threads")),
@@ -297,6 +298,9 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.replicas.OnImage)
 	n.broker.peers = newBrokerClients(cfg.NodeID, cfg.InterBrokerListenerName, n.cache.Image, n.broker.Handle,
 		n.logger.Named("inter-broker"))
+	// KIP-890: leaders verify transactional produces with the transaction
+	// coordinators through the peers (txn_verifier.go).
+	n.replicas.SetTxnSettings(txnSettingsFrom(ctx, cfg, n.broker.peers, n.cache.Image, n.logger.Named("txn-verifier")))
 
 	// The group coordinator follows the __consumer_offsets leaders after
 	// the replica manager (group/doc.go).

@@ -20,12 +20,16 @@ import (
 // this node leads at leaderEpoch, and returns what was appended. It waits
 // for the sync flush.messages asks for, not for replication (acks=1).
 // NOT_LEADER_OR_FOLLOWER when the partition is not led here at that epoch.
-func (rm *ReplicaManager) AppendCoordinator(topic string, partition, leaderEpoch int32, records []byte) (storage.AppendInfo, error) {
+// A transactional write (TxnOffsetCommit) carries the guard VerifyTransaction
+// returned: with verification on, a write that starts the producer's
+// transaction here without it is INVALID_TXN_STATE (KIP-890).
+func (rm *ReplicaManager) AppendCoordinator(topic string, partition, leaderEpoch int32, records []byte, guard *storage.VerificationGuard) (storage.AppendInfo, error) {
 	p, err := rm.lookup(topic, partition)
 	if err != nil {
 		return storage.AppendInfo{}, err
 	}
-	info, durable, err := p.appendAsCoordinator(records, leaderEpoch)
+	info, durable, err := p.appendAsCoordinator(records, leaderEpoch, storage.AppendOptions{Origin: storage.OriginCoordinator,
+		RequireVerification: rm.txnSettings().Enabled, Guard: guard})
 	if err != nil {
 		return info, err
 	}
@@ -38,13 +42,13 @@ func (rm *ReplicaManager) AppendCoordinator(topic string, partition, leaderEpoch
 	return info, nil
 }
 
-func (p *Partition) appendAsCoordinator(records []byte, leaderEpoch int32) (storage.AppendInfo, storage.Durable, error) {
+func (p *Partition) appendAsCoordinator(records []byte, leaderEpoch int32, opts storage.AppendOptions) (storage.AppendInfo, storage.Durable, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.isLeader || p.log == nil || p.leaderEpoch != leaderEpoch {
 		return storage.AppendInfo{}, storage.Durable{}, kerr.NotLeaderForPartition
 	}
-	info, durable, err := p.log.AppendAsLeaderDeferred(records, p.leaderEpoch, storage.OriginCoordinator)
+	info, durable, err := p.log.AppendAsLeaderWith(records, p.leaderEpoch, opts)
 	if err != nil {
 		return info, storage.Durable{}, err
 	}

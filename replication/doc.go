@@ -99,8 +99,42 @@
 // The high watermark is the smallest log end offset over the ISR (the
 // leader's own, and for each follower the offset of its last fetch); it only
 // moves forward. With one replica (ISR = {leader}) it is the log end offset
-// right after each append. The last stable offset is the high watermark
-// while there are no transactions.
+// right after each append. Every store of it is passed to the log
+// (highWatermark.Store -> storage.Log.UpdateHighWatermark). The last stable
+// offset is the high watermark while there are no transactions.
+//
+// # Transactions
+//
+// txn.go is the leader's side of transactions (Kafka's
+// ReplicaManager.handleProduceAppend and the appends of WriteTxnMarkers):
+//
+//	Produce (transactional batches, one producer per request, else
+//	  INVALID_PRODUCER_ID_MAPPING; no transactional id:
+//	  TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition)
+//	  └─ per partition: Log.MaybeStartTransactionVerification
+//	       nothing open here ──► guard ──► TxnVerifier.AddOrVerify
+//	         (the broker's AddPartitionsToTxnManager; VerifyOnly for
+//	          produce v3-11, add for v12+ = transaction.version 2)
+//	       open here ──► no guard, no request
+//	  └─ failures: INVALID_TXN_STATE ("Partition was not added to the
+//	     transaction"); NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+//	     COORDINATOR_LOAD_IN_PROGRESS, NETWORK_EXCEPTION (and
+//	     CONCURRENT_TRANSACTIONS before v12) as NOT_ENOUGH_REPLICAS with the
+//	     underlying error, which old clients retry; v12 retries
+//	     CONCURRENT_TRANSACTIONS itself every add.partitions.to.txn.retry.backoff.ms
+//	  └─ append with the guard: the log refuses it if a marker cleared
+//	     the verification meanwhile (no hanging transaction)
+//	AppendTxnMarkers (WriteTxnMarkers): control batch per partition as
+//	  leader, origin coordinator, acks=all up to the request timeout
+//	VerifyTransaction + AppendCoordinator(guard): the same for the
+//	  coordinator runtime's transactional writes (TxnOffsetCommit)
+//	Fetch READ_COMMITTED: up to the last stable offset, with the aborted
+//	  transactions of the data read (storage.Log.ReadCommitted)
+//	ActiveProducers (DescribeProducers): any local replica's producer state
+//
+// TxnSettings (SetTxnSettings) carries the verifier and
+// transaction.partition.verification.enable; without a verifier nothing is
+// verified. The verifier is called holding no lock.
 //
 // # Purgatory
 //

@@ -33,6 +33,9 @@ type partResult struct {
 	leaderID  int32 // KIP-951 current leader, on NOT_LEADER / FENCED (v16+)
 	leaderEp  int32
 	region    storage.FileRegion
+	// aborted are the aborted transactions of a read_committed read
+	// (non-nil, maybe empty, when the read found its segment); nil otherwise
+	aborted []storage.AbortedTxn
 }
 
 func (r *partResult) recordsLen() int64 { return r.region.Len }
@@ -366,7 +369,15 @@ func (p *Partition) read(params fetchParams, fp fetchPart, maxBytes int32, minOn
 			return r, params.isFollower
 		}
 	}
-	ri, err := p.log.Read(fp.fetchOffset, max(maxBytes, 0), p.endOffset(params.isolation), minOne)
+	var ri storage.ReadInfo
+	var err error
+	if params.isolation == isolateCommitted {
+		// up to the last stable offset, with the aborted transactions the
+		// consumer drops (LocalLog.read with includeAbortedTxns)
+		ri, r.aborted, err = p.log.ReadCommitted(fp.fetchOffset, max(maxBytes, 0), r.lso, minOne)
+	} else {
+		ri, err = p.log.Read(fp.fetchOffset, max(maxBytes, 0), p.endOffset(params.isolation), minOne)
+	}
 	if err != nil {
 		if errors.Is(err, kerr.OffsetOutOfRange) {
 			return errResult(fp, kerr.OffsetOutOfRange.Code), false
@@ -450,6 +461,14 @@ func (rm *ReplicaManager) buildFetchResponse(req *kmsg.FetchRequest, sessionID i
 			sp.DivergingEpoch = *r.diverging
 		}
 		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = r.leaderID, r.leaderEp
+		if r.aborted != nil && req.Version >= 4 {
+			sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(r.aborted))
+			for i, a := range r.aborted {
+				at := &sp.AbortedTransactions[i]
+				at.Default()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			}
+		}
 		resp.Topics[n-1].Partitions = append(resp.Topics[n-1].Partitions, sp)
 		res.Records[n-1] = append(res.Records[n-1], r.region)
 	}

@@ -3,6 +3,7 @@ package replication
 import (
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,6 +75,8 @@ type ReplicaManager struct {
 	pids     *producerIDs
 
 	stats produceStats // metrics counters (stats.go)
+
+	txn atomic.Pointer[TxnSettings] // KIP-890 verification (txn.go)
 
 	replicationExt // replica fetchers, ISR changes, HW checkpoint (fetcher_manager.go)
 }

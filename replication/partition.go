@@ -40,7 +40,7 @@ type Partition struct {
 	followers map[int32]*followerState
 	isrChg    isrChange // pending AlterPartition (isr.go)
 
-	hw atomic.Int64 // high watermark; written under stateMu
+	hw highWatermark // written under stateMu (and p.mu held)
 	// leaderEpochStartOffset is the log end offset when this node became
 	// leader; while the high watermark is below it, ListOffsets answers
 	// OFFSET_NOT_AVAILABLE (KIP-207). -1 once passed or as follower.
@@ -62,9 +62,27 @@ type followerState struct {
 	brokerEpoch        int64
 }
 
+// highWatermark is a partition's high watermark. Every Store also tells the
+// log (storage.Log.UpdateHighWatermark, Kafka's
+// UnifiedLog.updateHighWatermarkMetadata): a completed transaction holds the
+// last stable offset back until the high watermark passes its marker. Stores
+// happen with p.mu held (read or write), which guards p.log.
+type highWatermark struct {
+	atomic.Int64
+	p *Partition
+}
+
+func (h *highWatermark) Store(v int64) {
+	h.Int64.Store(v)
+	if l := h.p.log; l != nil {
+		l.UpdateHighWatermark(v)
+	}
+}
+
 func newPartition(tp storage.TopicPartition, topicID [16]byte, nodeID int32) *Partition {
 	p := &Partition{tp: tp, topicID: topicID, nodeID: nodeID, leader: -1, leaderEpoch: -1, partitionEpoch: -1,
 		followers: map[int32]*followerState{}}
+	p.hw.p = p
 	p.leaderEpochStartOffset.Store(-1)
 	return p
 }
@@ -90,8 +108,9 @@ func (p *Partition) checkEpoch(current int32, requireLeader bool) error {
 }
 
 // lastStableOffset is the LSO (UnifiedLog.lastStableOffset): the first
-// offset of the oldest open transaction if it is below the high watermark,
-// else the high watermark. p.mu must be held.
+// unstable offset (the oldest transaction open, or completed with its marker
+// not yet below the high watermark) if it is below the high watermark, else
+// the high watermark. p.mu must be held.
 func (p *Partition) lastStableOffset() int64 {
 	hw := p.hw.Load()
 	if p.log != nil {

@@ -59,9 +59,23 @@ type producePartition struct {
 	durable        storage.Durable // the sync flush.messages asks for, if any
 }
 
+// produceEntry is a partition of a produce request that passed the request
+// checks and goes on to verification (KIP-890) and the append.
+type produceEntry struct {
+	resp    *kmsg.ProduceResponseTopicPartition
+	topic   string
+	p       *Partition
+	records []byte
+	guard   *storage.VerificationGuard
+	failed  bool
+}
+
 // Produce serves a produce request (KafkaApis.handleProduceRequest and
-// ReplicaManager.appendRecords): per partition it checks the topic and
-// leadership, validates the records (one magic-2 batch per partition),
+// ReplicaManager.handleProduceAppend / appendRecords): per partition it
+// checks the topic and leadership, validates the records (one magic-2 batch
+// per partition), has the transaction coordinator verify (or add, for
+// transaction.version 2 clients) the partitions a transactional producer
+// writes to for the first time in its transaction (KIP-890, txn.go),
 // appends as leader and, for acks=all, waits until the high watermark
 // passes the batch or the request's timeout ends (REQUEST_TIMED_OUT).
 // clientID matters for internal topics (only __admin_client may write).
@@ -73,19 +87,13 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 
-	// Transactional batches need a transactional id (KafkaApis answers
-	// every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). With one,
-	// Kafka verifies with the transaction coordinator that the partition was
-	// added to the transaction (KIP-890) and answers INVALID_TXN_STATE when
-	// it was not; there is no coordinator yet, so no transaction has any
-	// partition.
-	txnFail := hasTransactionalRecords(req)
-	txnErr := kerr.InvalidTxnState
-	if req.TransactionID == nil {
-		txnErr = kerr.TransactionalIDAuthorizationFailed
-	}
+	// Transactional batches need a transactional id: without one Kafka
+	// answers every partition of the request with
+	// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (it cannot authorize the write).
+	hasTxn := hasTransactionalRecords(req)
+	txnIDMissing := hasTxn && req.TransactionID == nil
 
-	var parts []*producePartition
+	var entries []*produceEntry
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := kmsg.NewProduceResponseTopic()
@@ -106,15 +114,10 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &t.Partitions[j]
-			fail := func(err error) {
-				sp.ErrorCode = errorCode(err)
-				if req.Version >= 8 {
-					sp.ErrorMessage = errorMessage(err)
-				}
-			}
+			fail := func(err error) { failPartition(req.Version, sp, err) }
 			switch {
-			case txnFail && (req.TransactionID == nil || known && rm.knowsPartition(name, rp.Partition)):
-				fail(txnErr)
+			case txnIDMissing:
+				requestError(req.Version, sp, kerr.TransactionalIDAuthorizationFailed)
 				continue
 			case !known:
 				fail(kerr.UnknownTopicID)
@@ -142,27 +145,51 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 				rm.fillCurrentLeader(req.Version, name, sp)
 				continue
 			}
-			info, durable, err := p.appendAsLeader(rp.Records, req.Acks, rm.logger)
-			if err != nil {
-				fail(err)
-				if req.Version >= 8 {
-					if msg, recs := p.recordErrors(rp.Records, err, rm.now()); recs != nil {
-						sp.ErrorRecords, sp.ErrorMessage = recs, &msg
-					}
-				}
-				rm.fillCurrentLeader(req.Version, name, sp)
-				continue
-			}
-			if !info.Duplicate {
-				// BrokerTopicMetrics MessagesInPerSec / BytesInPerSec
-				rm.stats.messagesIn.Add(info.NumRecords)
-				rm.stats.bytesIn.Add(int64(len(rp.Records)))
-			}
-			sp.BaseOffset = info.FirstOffset
-			sp.LogAppendTime = info.LogAppendTime
-			sp.LogStartOffset = info.LogStartOffset
-			parts = append(parts, &producePartition{resp: sp, p: p, requiredOffset: info.LastOffset + 1, pending: true, durable: durable})
+			entries = append(entries, &produceEntry{resp: sp, topic: name, p: p, records: rp.Records})
 		}
+	}
+
+	if hasTxn && !txnIDMissing {
+		if err := rm.verifyProduce(ctx, req, entries); err != nil {
+			// more than one transactional producer in the request: Kafka's
+			// handler fails and every partition gets the error
+			for i := range resp.Topics {
+				for j := range resp.Topics[i].Partitions {
+					requestError(req.Version, &resp.Topics[i].Partitions[j], err)
+				}
+			}
+			return resp
+		}
+	}
+
+	opts := storage.AppendOptions{Origin: storage.OriginClient, RequireVerification: rm.txnSettings().Enabled}
+	var parts []*producePartition
+	for _, e := range entries {
+		if e.failed {
+			continue
+		}
+		sp := e.resp
+		opts.Guard = e.guard
+		info, durable, err := e.p.appendAsLeader(e.records, req.Acks, opts, rm.logger)
+		if err != nil {
+			failPartition(req.Version, sp, err)
+			if req.Version >= 8 {
+				if msg, recs := e.p.recordErrors(e.records, err, rm.now()); recs != nil {
+					sp.ErrorRecords, sp.ErrorMessage = recs, &msg
+				}
+			}
+			rm.fillCurrentLeader(req.Version, e.topic, sp)
+			continue
+		}
+		if !info.Duplicate {
+			// BrokerTopicMetrics MessagesInPerSec / BytesInPerSec
+			rm.stats.messagesIn.Add(info.NumRecords)
+			rm.stats.bytesIn.Add(int64(len(e.records)))
+		}
+		sp.BaseOffset = info.FirstOffset
+		sp.LogAppendTime = info.LogAppendTime
+		sp.LogStartOffset = info.LogStartOffset
+		parts = append(parts, &producePartition{resp: sp, p: e.p, requiredOffset: info.LastOffset + 1, pending: true, durable: durable})
 	}
 
 	parts = rm.awaitDurable(req.Version, parts)
@@ -170,6 +197,30 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 		rm.awaitReplication(ctx, parts, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
 	return resp
+}
+
+// failPartition sets a partition's error code and, from v8, the detail of err.
+func failPartition(version int16, sp *kmsg.ProduceResponseTopicPartition, err error) {
+	sp.ErrorCode = errorCode(err)
+	if version >= 8 {
+		sp.ErrorMessage = errorMessage(err)
+	}
+}
+
+// requestError answers a partition with an error of the whole request
+// (ProduceRequest.getErrorResponse): base and log start offsets -1 and,
+// from v8, the error's message.
+func requestError(version int16, sp *kmsg.ProduceResponseTopicPartition, err error) {
+	sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = errorCode(err), -1, -1, -1
+	sp.ErrorRecords = nil
+	if version >= 8 {
+		msg := err.Error()
+		var ke *kerr.Error
+		if errors.As(err, &ke) && err == error(ke) {
+			msg = ke.Description
+		}
+		sp.ErrorMessage = &msg
+	}
 }
 
 // awaitDurable waits for the syncs flush.messages asked for, all partitions'
@@ -290,7 +341,7 @@ func (p *Partition) checkEnoughReplicasReachOffset(required int64) (bool, error)
 // for a sync the returned Durable is pending: the high watermark stays below
 // the append (no consumer sees it, acks=all does not count it) until the
 // caller waited for it and called appended.
-func (p *Partition) appendAsLeader(records []byte, acks int16, logger *zap.Logger) (storage.AppendInfo, storage.Durable, error) {
+func (p *Partition) appendAsLeader(records []byte, acks int16, opts storage.AppendOptions, logger *zap.Logger) (storage.AppendInfo, storage.Durable, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.isLeader || p.log == nil {
@@ -299,7 +350,7 @@ func (p *Partition) appendAsLeader(records []byte, acks int16, logger *zap.Logge
 	if acks == -1 && int32(len(p.isr)) < p.cfg.MinInSyncReplicas {
 		return storage.AppendInfo{}, storage.Durable{}, kerr.NotEnoughReplicas
 	}
-	info, durable, err := p.log.AppendAsLeaderDeferred(records, p.leaderEpoch, storage.OriginClient)
+	info, durable, err := p.log.AppendAsLeaderWith(records, p.leaderEpoch, opts)
 	if err != nil {
 		var ke *kerr.Error
 		if !errors.As(err, &ke) {

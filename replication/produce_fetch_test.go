@@ -100,14 +100,6 @@ func TestProduceErrors(t *testing.T) {
 			req  *kmsg.ProduceRequest
 			want *kerr.Error
 		}{"transactional without id", produceReq(12, 1, 1000, "t", 0, txn), kerr.TransactionalIDAuthorizationFailed})
-		txnReq := produceReq(12, 1, 1000, "t", 0, txn)
-		txnID := "tx"
-		txnReq.TransactionID = &txnID
-		cases = append(cases, struct {
-			name string
-			req  *kmsg.ProduceRequest
-			want *kerr.Error
-		}{"transactional, no coordinator", txnReq, kerr.InvalidTxnState})
 
 		for _, c := range cases {
 			if got := code(c.req); got != c.want.Code {

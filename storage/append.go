@@ -39,9 +39,34 @@ func (l *Log) AppendAsLeaderOrigin(records []byte, leaderEpoch int32, origin App
 // request appends to all its partitions first and then waits for them together,
 // so that their fdatasyncs run at once and share the file system's journal
 // commits instead of queueing one behind another.
-func (l *Log) AppendAsLeaderDeferred(records []byte, leaderEpoch int32, origin AppendOrigin) (_ AppendInfo, _ Durable, err error) {
+func (l *Log) AppendAsLeaderDeferred(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, Durable, error) {
+	return l.AppendAsLeaderWith(records, leaderEpoch, AppendOptions{Origin: origin})
+}
+
+// AppendOptions are the transactional rules of an append as leader
+// (UnifiedLog.appendAsLeader's origin, verificationGuard and
+// transactionVersion).
+type AppendOptions struct {
+	Origin AppendOrigin
+	// RequireVerification is transaction.partition.verification.enable
+	// (KIP-890): a transactional data batch of a producer with no open
+	// transaction here is refused with INVALID_TXN_STATE unless Guard is the
+	// producer's current verification guard.
+	RequireVerification bool
+	// Guard is what MaybeStartTransactionVerification returned before the
+	// coordinator confirmed the partition; nil when none.
+	Guard *VerificationGuard
+	// TransactionVersion is the transaction.version end-transaction markers
+	// are written under (WriteTxnMarkers v2, KIP-1228): from 2 a marker must
+	// carry a newer producer epoch than the partition has seen. 0 is the
+	// legacy rule (not older).
+	TransactionVersion int16
+}
+
+// AppendAsLeaderWith is AppendAsLeaderDeferred with the transactional rules of o.
+func (l *Log) AppendAsLeaderWith(records []byte, leaderEpoch int32, o AppendOptions) (_ AppendInfo, _ Durable, err error) {
 	defer func() { err = l.ioErr(err) }()
-	info, wait, err := l.appendLeader(records, leaderEpoch, origin)
+	info, wait, err := l.appendLeader(records, leaderEpoch, o)
 	if err != nil || wait.upTo == 0 {
 		return info, Durable{}, err
 	}
@@ -104,7 +129,7 @@ func (l *Log) validate(records []byte, cfg Config, origin AppendOrigin, leader b
 			if h.IsControl() && origin == OriginClient {
 				return errInvalid("clients are not allowed to write control records")
 			}
-			if h.HasProducerID() && h.BaseSequence < 0 && !h.IsControl() {
+			if origin == OriginClient && h.HasProducerID() && h.BaseSequence < 0 && !h.IsControl() {
 				return errInvalid("invalid sequence number %d in record batch with producer id %d", h.BaseSequence, h.ProducerID)
 			}
 			maxRecTs := int64(NoTimestamp)
@@ -149,19 +174,42 @@ func (l *Log) validate(records []byte, cfg Config, origin AppendOrigin, leader b
 	return v, nil
 }
 
-// rawAt finds the batch of this append whose last offset is off.
-func (v *validated) rawAt(records []byte) func(off int64) (BatchHeader, []byte, bool) {
-	return func(off int64) (BatchHeader, []byte, bool) {
-		for i, h := range v.hdrs {
-			if h.LastOffset() == off {
-				return h, records[v.offs[i] : v.offs[i]+int(h.Size())], true
-			}
-		}
-		return BatchHeader{}, nil, false
+// checkTransactional is the KIP-890 part of analyzeAndValidateProducerState
+// for client and coordinator appends: a transactional batch of a producer with
+// no open transaction at its epoch is refused when its epoch is older than the
+// last seen (INVALID_PRODUCER_EPOCH, recoverable) or, verification being
+// required, when it is data and the append does not carry the producer's
+// current guard (INVALID_TXN_STATE): the coordinator did not confirm since
+// the last marker that the partition is in the transaction, so the write
+// could start a transaction nobody will end (a hanging transaction).
+func checkTransactional(ps *producerState, h BatchHeader, o AppendOptions) error {
+	if !h.HasProducerID() || !h.IsTransactional() || o.Origin == originReplication || ps.hasOngoingTransaction(h.ProducerID, h.ProducerEpoch) {
+		return nil
 	}
+	if e := ps.entries[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
+		return fmt.Errorf("%w: epoch of producer %d is %d, which is smaller than the last seen epoch %d",
+			kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	}
+	if o.RequireVerification && !h.IsControl() {
+		if g := ps.guardOf(h.ProducerID); g == nil || g != o.Guard {
+			return fmt.Errorf("%w: record was not part of an ongoing transaction", kerr.InvalidTxnState)
+		}
+	}
+	return nil
 }
 
-func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, durableWait, error) {
+// commitProducers applies an append's producer state once its batches are
+// written: the transactions it ended are indexed in the active segment (the
+// one written to) and the ones it started or ended move the first unstable
+// offset. l.mu must be held.
+func (l *Log) commitProducers(u *producerUpdate) error {
+	done := u.commit()
+	l.noteUnreplicated()
+	return l.indexAborted(done)
+}
+
+func (l *Log) appendLeader(records []byte, leaderEpoch int32, o AppendOptions) (AppendInfo, durableWait, error) {
+	origin := o.Origin
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -172,7 +220,7 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigi
 	cfg := l.mu.cfg
 	nowMs := l.nowMs()
 	// duplicate check before anything is rewritten (UnifiedLog.analyzeAndValidateProducerState)
-	if len(records) >= BatchHeaderSize {
+	if origin == OriginClient && len(records) >= BatchHeaderSize {
 		if h, err := ParseBatchHeader(records); err == nil && h.Size() == int64(len(records)) && checkBatch(h, records) == nil {
 			if dup, ok := l.mu.producers.duplicateOf(h); ok {
 				info.FirstOffset, info.LastOffset = dup.firstOffset(), dup.lastOffset
@@ -192,22 +240,26 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, origin AppendOrigi
 	}
 	// assign offsets and the leader epoch in place
 	off := l.mu.leo
-	u := l.mu.producers.begin()
+	ps := l.mu.producers
+	u := ps.begin(origin, o.TransactionVersion)
 	for i := range v.hdrs {
-		raw := records[v.offs[i]:]
+		raw := records[v.offs[i] : v.offs[i]+int(v.hdrs[i].Size())]
 		SetBaseOffset(raw, off)
 		SetPartitionLeaderEpoch(raw, leaderEpoch)
-		v.hdrs[i].BaseOffset, v.hdrs[i].PartitionLeaderEpoch = off, leaderEpoch
-		if err := u.append(v.hdrs[i], true); err != nil {
+		h := &v.hdrs[i]
+		h.BaseOffset, h.PartitionLeaderEpoch = off, leaderEpoch
+		if err := checkTransactional(ps, *h, o); err != nil {
 			return info, durableWait{}, err
 		}
-		off = v.hdrs[i].NextOffset()
+		if err := u.append(*h, raw); err != nil {
+			return info, durableWait{}, err
+		}
+		off = h.NextOffset()
 	}
 	if err := l.appendLocked(records, v, cfg, nowMs); err != nil {
 		return info, durableWait{}, err
 	}
-	u.commit()
-	if err := l.indexAborted(l.active(), u.completed, v.rawAt(records)); err != nil {
+	if err := l.commitProducers(u); err != nil {
 		return info, durableWait{}, err
 	}
 	if l.mu.epochs.assign(leaderEpoch, v.hdrs[0].BaseOffset) {
@@ -417,18 +469,17 @@ func (l *Log) AppendAsFollower(records []byte) (_ AppendInfo, err error) {
 		l.mu.Unlock()
 		return info, err
 	}
-	u := l.mu.producers.begin()
+	u := l.mu.producers.begin(originReplication, 0)
 	changed := false
-	for _, h := range v.hdrs {
-		_ = u.append(h, false)
+	for i, h := range v.hdrs {
+		_ = u.append(h, records[v.offs[i]:v.offs[i]+int(h.Size())])
 		if h.PartitionLeaderEpoch >= 0 {
 			if lt, ok := l.mu.epochs.latest(); !ok || h.PartitionLeaderEpoch > lt.epoch {
 				changed = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
 			}
 		}
 	}
-	u.commit()
-	if err := l.indexAborted(l.active(), u.completed, v.rawAt(records)); err != nil {
+	if err := l.commitProducers(u); err != nil {
 		l.mu.Unlock()
 		return info, err
 	}

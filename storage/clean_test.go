@@ -198,6 +198,7 @@ func TestCompactionTransactions(t *testing.T) {
 	mustAppend(t, l.Log, kv(ts, "c", "1"), 0)             // 5
 	l.Roll()
 	mustAppend(t, l.Log, kv(ts, "z", "1"), 0) // 6
+	l.UpdateHighWatermark(l.LogEndOffset())
 	// producers 7 and 8 are still active: their last batches stay (emptied if need be)
 	cleanLog(t, l.Log)
 	if got, want := dump(t, l.Log), "1:b=committed 2:<nil>=? 3:<nil>=? 4:a=plain 5:c=1 6:z=1"; !sameIgnoringMarkers(got, want) {
@@ -696,5 +697,102 @@ func TestCleanerHighWatermarkBound(t *testing.T) {
 	}
 	if got := dump(t, l); got != "2:k=2 3:k=3 4:k=4 5:k=5 6:k=active" {
 		t.Fatalf("got %s", got)
+	}
+}
+
+// The cleaner on transactions written as a produce and WriteTxnMarkers write
+// them (verified data, BuildEndTxnMarker markers), spanning segments and
+// interleaved (Cleaner / CleanedTransactionMetadata): aborted data goes at
+// once, its marker (with the cleaned segment's .txnindex entry) only when no
+// data of its transaction is left and delete.retention.ms has passed since
+// it got its delete horizon; a commit marker likewise once its data was
+// superseded. Open transactions are never cleaned (the first unstable offset
+// bounds the cleaning).
+func TestCompactionRealMarkers(t *testing.T) {
+	clk := newClock()
+	cfg := compactCfg()
+	cfg.ProducerIDExpirationMs = 1000
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	ts := clk.Ms()
+	tx := func(pid int64, seq int32, key, val string) []byte {
+		return BuildBatch(BatchOptions{Transactional: true, Producer: &BatchProducer{ID: pid, Epoch: 0, BaseSequence: seq}},
+			Record{Key: []byte(key), Value: []byte(val), Timestamp: ts})
+	}
+	verified(t, l.Log, tx(1, 0, "a", "aborted1"))  // 0
+	verified(t, l.Log, tx(2, 0, "b", "committed")) // 1
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	verified(t, l.Log, tx(1, 1, "c", "aborted2"))                     // 2
+	if err := writeMarker(l.Log, ts, 1, 0, false, 3, 0); err != nil { // 3 abort p1
+		t.Fatal(err)
+	}
+	if err := writeMarker(l.Log, ts, 2, 0, true, 3, 0); err != nil { // 4 commit p2
+		t.Fatal(err)
+	}
+	mustAppend(t, l.Log, kv(ts, "b", "newer"), 0) // 5 supersedes p2's record
+	verified(t, l.Log, tx(3, 0, "d", "open"))     // 6 stays open
+	mustAppend(t, l.Log, kv(ts, "e", "1"), 0)     // 7
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l.Log, kv(ts, "z", "1"), 0) // 8
+	l.UpdateHighWatermark(l.LogEndOffset())
+	// the producers are gone, so none of their last batches must stay
+	clk.Advance(1001 * time.Millisecond)
+	l.Maintain()
+	if ps := l.ActiveProducers(); len(ps) != 1 || ps[0].ProducerID != 3 {
+		t.Fatalf("producers %+v", ps)
+	}
+	markers := func() map[int64]bool { // marker offset -> has a delete horizon
+		out := map[int64]bool{}
+		raw, _ := l.ReadBatches(0, 1<<20, l.LogEndOffset(), true)
+		WalkBatches(raw, true, func(h BatchHeader, raw []byte) error {
+			if _, _, ok := ParseEndTxnMarker(h, raw); ok {
+				_, out[h.BaseOffset] = deleteHorizon(h)
+			}
+			return nil
+		})
+		return out
+	}
+	st := cleanLog(t, l.Log)
+	if st.EndOffset != 6 {
+		t.Fatalf("cleaned up to %d, want the open transaction's start 6", st.EndOffset)
+	}
+	if got, want := dump(t, l.Log), "3:?=? 4:?=? 5:b=newer 6:d=open 7:e=1 8:z=1"; !sameIgnoringMarkers(got, want) {
+		t.Fatalf("first cleaning\n got %s\nwant %s", got, want)
+	}
+	if m := markers(); len(m) != 2 || m[3] || m[4] {
+		t.Fatalf("markers after the first cleaning %v", m)
+	}
+	// the abort is still indexed, now in the cleaned segment
+	if got := l.AbortedTransactions(0, 100); len(got) != 1 || got[0].ProducerID != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 3 {
+		t.Fatalf("aborted %+v", got)
+	}
+	// no data of either transaction is left: both markers get a horizon
+	l.setFirstDirty(0)
+	cleanLog(t, l.Log)
+	if m := markers(); len(m) != 2 || !m[3] || !m[4] {
+		t.Fatalf("markers after the second cleaning %v", m)
+	}
+	if got := l.AbortedTransactions(0, 100); len(got) != 0 {
+		t.Fatalf("aborted after its data went %+v", got)
+	}
+	// before delete.retention.ms they stay, after it they go
+	clk.Advance(time.Duration(cfg.DeleteRetentionMs-1) * time.Millisecond)
+	l.setFirstDirty(0)
+	cleanLog(t, l.Log)
+	if m := markers(); len(m) != 2 {
+		t.Fatalf("markers removed before their horizon %v", m)
+	}
+	clk.Advance(2 * time.Millisecond)
+	l.setFirstDirty(0)
+	cleanLog(t, l.Log)
+	if m := markers(); len(m) != 0 {
+		t.Fatalf("markers kept after their horizon %v", m)
+	}
+	if got := dump(t, l.Log); got != "5:b=newer 6:d=open 7:e=1 8:z=1" {
+		t.Fatalf("final %s", got)
 	}
 }

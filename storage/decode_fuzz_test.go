@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"reflect"
@@ -38,10 +39,10 @@ func memFile(t *testing.T, name string, data []byte) vfs.FS {
 func FuzzDecodeProducerSnapshot(f *testing.F) {
 	f.Add(newProducerState().encodeSnapshot())
 	ps := newProducerState()
-	u := ps.begin()
-	u.append(BatchHeader{BaseOffset: 10, LastOffsetDelta: 4, NumRecords: 5, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 20, MaxTimestamp: 1234}, true)
-	u.append(BatchHeader{BaseOffset: 15, LastOffsetDelta: 0, NumRecords: 1, ProducerID: 10, ProducerEpoch: 0, BaseSequence: 0, MaxTimestamp: 99, Attributes: attrTransactional}, true)
-	u.append(BatchHeader{BaseOffset: 16, LastOffsetDelta: 2, NumRecords: 3, ProducerID: math.MaxInt64, ProducerEpoch: math.MaxInt16, BaseSequence: math.MaxInt32 - 1, MaxTimestamp: -1}, true)
+	u := ps.begin(OriginClient, 0)
+	u.append(BatchHeader{BaseOffset: 10, LastOffsetDelta: 4, NumRecords: 5, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 20, MaxTimestamp: 1234}, nil)
+	u.append(BatchHeader{BaseOffset: 15, LastOffsetDelta: 0, NumRecords: 1, ProducerID: 10, ProducerEpoch: 0, BaseSequence: 0, MaxTimestamp: 99, Attributes: attrTransactional}, nil)
+	u.append(BatchHeader{BaseOffset: 16, LastOffsetDelta: 2, NumRecords: 3, ProducerID: math.MaxInt64, ProducerEpoch: math.MaxInt16, BaseSequence: math.MaxInt32 - 1, MaxTimestamp: -1}, nil)
 	u.commit()
 	f.Add(ps.encodeSnapshot())
 	f.Add([]byte{0, 1, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff}) // bad crc, huge count
@@ -269,6 +270,56 @@ func FuzzLoadIndexes(f *testing.F) {
 			tx.last()
 			tx.lookup(1001)
 			tx.truncateTo(base + 15)
+		}
+	})
+}
+
+// FuzzProducerStateBatches feeds arbitrary record batches to the producer
+// state as a follower's append and the replay see them (end markers decoded
+// from control records, ParseEndTxnMarker) and as a leader validates them:
+// no panic, and the state stays consistent (every open transaction is in
+// the ongoing list, the first unstable offset is one of them).
+func FuzzProducerStateBatches(f *testing.F) {
+	f.Add(append(BuildEndTxnMarker(3, 1, false, 7, 10), txnBatch(10, 2, 3, 0)...))
+	f.Add(append(txnBatch(1, 2, 3, 0), BuildEndTxnMarker(3, 0, true, 1, 1)...))
+	f.Add(marker(5, 4, ControlAbort))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, origin := range []AppendOrigin{originReplication, OriginCoordinator, OriginClient} {
+			ps := newProducerState()
+			off := int64(0)
+			_ = WalkBatches(b, true, func(h BatchHeader, raw []byte) error {
+				if off > 1<<40 {
+					return io.EOF
+				}
+				h.BaseOffset = off
+				off = h.NextOffset()
+				ParseEndTxnMarker(h, raw)
+				u := ps.begin(origin, 2)
+				if u.append(h, raw) == nil {
+					u.commit()
+				}
+				return nil
+			})
+			open := 0
+			for pid, e := range ps.entries {
+				if e.currentTxnFirstOffset < 0 {
+					continue
+				}
+				open++
+				found := false
+				for _, tx := range ps.ongoing {
+					found = found || tx.pid == pid && tx.first == e.currentTxnFirstOffset
+				}
+				if !found {
+					t.Fatalf("producer %d open at %d is not ongoing: %+v", pid, e.currentTxnFirstOffset, ps.ongoing)
+				}
+			}
+			if open != len(ps.ongoing) {
+				t.Fatalf("%d open transactions, %d ongoing", open, len(ps.ongoing))
+			}
+			if fuo := ps.firstUnstableOffset(); (fuo < 0) != (len(ps.ongoing)+len(ps.unreplicated) == 0) {
+				t.Fatalf("first unstable %d with %d ongoing, %d unreplicated", fuo, len(ps.ongoing), len(ps.unreplicated))
+			}
 		}
 	})
 }

@@ -11,7 +11,8 @@
 //	       ├─ epochCache               leader-epoch-checkpoint (LeaderEpochFileCache)
 //	       └─ producerState            <offset>.snapshot (ProducerStateManager)
 //
-// A produce goes AppendAsLeader (or AppendAsLeaderOrigin with OriginClient):
+// A produce goes AppendAsLeaderWith (AppendOptions: origin, KIP-890 guard;
+// AppendAsLeader is the coordinator origin without verification):
 // validate every batch (framing, magic 2, CRC-32C, counts, record structure,
 // timestamps, keys of compacted topics, max.message.bytes), check idempotent producer
 // sequences, rewrite baseOffset and partitionLeaderEpoch in place, maybe roll, write the
@@ -20,6 +21,49 @@
 // the offset index gives a position at or below the offset, a scan of batch headers
 // finds the batch holding it, and the result is a FileRegion of whole batches in one
 // segment that FileRegion.WriteTo sends with sendfile(2).
+//
+// # Transactions
+//
+// The producer state (producer.go, ProducerStateManager / ProducerAppendInfo)
+// follows each producer id: epoch, last five batches, coordinator epoch, the
+// first offset of its open transaction. An append stages its changes and
+// commits them once written:
+//
+//	data batch     epoch not older (INVALID_PRODUCER_EPOCH); from clients,
+//	               sequences in order; a transactional batch opens the
+//	               transaction (currentTxnFirstOffset), a plain one while it
+//	               is open is INVALID_TXN_STATE
+//	end marker     epoch not older, and with transaction.version 2 newer
+//	               (AppendOptions.TransactionVersion, KIP-1228; the same epoch
+//	               with nothing open is a retried marker); coordinator epoch not
+//	               older (TRANSACTION_COORDINATOR_FENCED); closes the
+//	               transaction: an ABORT is indexed in the segment's .txnindex
+//	               with the last stable offset right after it (the oldest
+//	               other open transaction's start, else the marker + 1)
+//	follower/replay the leader's batches as they are: regressions accepted
+//
+// Open transactions and completed ones whose markers the high watermark has
+// not passed (Log.UpdateHighWatermark, which replication calls on every high
+// watermark store) hold the first unstable offset back; it is never below the
+// log start offset. The last stable offset is min(it, high watermark).
+//
+// KIP-890 verification: before a transactional produce of a producer with
+// nothing open here, the leader calls MaybeStartTransactionVerification,
+// which records a verification entry (lowest sequence and epoch seen) and
+// hands out its unique VerificationGuard; once the coordinator confirmed the
+// partition, the append carries the guard (AppendOptions.Guard). With
+// RequireVerification (transaction.partition.verification.enable) a
+// transactional data batch that would open a transaction without the current
+// guard is INVALID_TXN_STATE; any transactional write or marker clears the
+// entry, so a verification answered before an abort marker cannot start a
+// transaction after it. Entries are in memory only and expire with
+// producer.id.expiration.ms; so do idle producers without an open
+// transaction, checked every producer.id.expiration.check.interval.ms
+// (Manager.Maintain). Recovery rebuilds everything from the newest snapshot
+// at or below the recovery start and a batch-by-batch replay, the .txnindex of
+// recovered segments included. The cleaner removes aborted data, then the
+// markers whose transactions have no data left, delete.retention.ms after it
+// gave them a delete horizon, and never cleans past the first unstable offset.
 //
 // Errors a Kafka client should see are franz-go kerr values (errors.Is); anything else
 // is an I/O error and means the log dir is in trouble: a log the Manager opened then
@@ -93,8 +137,8 @@
 //	int16 version = 0   int64 producerId   int64 firstOffset
 //	int64 lastOffset (the ABORT marker)   int64 lastStableOffset (right after it)
 //
-// Log.AbortedTransactions reads it for read_committed fetches; Log.FirstUnstableOffset
-// gives the first offset of the oldest open transaction (for the LSO).
+// Log.ReadCommitted reads it for read_committed fetches; Log.FirstUnstableOffset
+// gives the first offset of the oldest unstable transaction (for the LSO).
 //
 // <offset>.snapshot (ProducerStateManager.java, ProducerSnapshot.json), written on
 // roll (at the new base offset) and close (at the log end offset):

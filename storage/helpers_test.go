@@ -65,9 +65,16 @@ func openTest(t *testing.T, fs vfs.FS, clk *clock, cfg Config, mod ...func(*LogO
 	return &testLog{Log: l, fs: fs, clk: clk, dir: o.Dir}
 }
 
+// mustAppend appends as leader: control batches (markers) as the coordinator
+// writes them, anything else as a producer does (sequence checks,
+// duplicates), without KIP-890 verification.
 func mustAppend(t *testing.T, l *Log, b []byte, epoch int32) AppendInfo {
 	t.Helper()
-	info, err := l.AppendAsLeader(b, epoch)
+	origin := OriginClient
+	if h, err := ParseBatchHeader(b); err == nil && h.IsControl() {
+		origin = OriginCoordinator
+	}
+	info, err := l.AppendAsLeaderOrigin(b, epoch, origin)
 	if err != nil {
 		t.Fatalf("AppendAsLeader: %v", err)
 	}

@@ -123,6 +123,16 @@ func (ix *offsetIndex) lookup(target int64) (int64, int64) {
 	return ix.base + int64(ix.entries[i].rel), int64(ix.entries[i].pos)
 }
 
+// upperBoundOffset is OffsetIndex.fetchUpperBoundOffset: the offset of the
+// first entry whose position is at or after pos.
+func (ix *offsetIndex) upperBoundOffset(pos int64) (int64, bool) {
+	i := sort.Search(len(ix.entries), func(i int) bool { return int64(ix.entries[i].pos) >= pos })
+	if i == len(ix.entries) {
+		return 0, false
+	}
+	return ix.base + int64(ix.entries[i].rel), true
+}
+
 // truncateTo removes every entry with offset >= off.
 func (ix *offsetIndex) truncateTo(off int64) {
 	i := sort.Search(len(ix.entries), func(i int) bool { return ix.base+int64(ix.entries[i].rel) >= off })

@@ -118,7 +118,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			return err
 		}
 	}
-	l.mu.producers = newProducerState()
+	ps := newProducerState()
+	ps.verifications = l.mu.producers.verifications
+	l.mu.producers = ps
+	l.noteUnreplicated()
 	return nil
 }
 
@@ -261,6 +264,10 @@ func (l *Log) IncrementLogStartOffset(offset int64) (err error) {
 // deleteSegmentsBelowLocked deletes non-active segments whose every offset < off
 // (UnifiedLog.deleteSegments: the log start offset has already moved).
 func (l *Log) deleteSegmentsBelowLocked(off int64) error {
+	// completed transactions wholly below the log start stop holding the last
+	// stable offset back (ProducerStateManager.onLogStartOffsetIncremented)
+	l.mu.producers.removeUnreplicated(l.mu.logStartOffset)
+	l.noteUnreplicated()
 	n := 0
 	for n < len(l.mu.segments)-1 && l.mu.segments[n+1].base <= off {
 		n++
@@ -352,7 +359,11 @@ func (l *Log) advanceStartLocked(newStart int64) error {
 
 // Maintain does periodic housekeeping: deletes the files of removed segments whose
 // file.delete.delay.ms has passed on the log's clock and expires idle producer ids.
-func (l *Log) Maintain() {
+func (l *Log) Maintain() { l.maintain(true) }
+
+// maintain is Maintain; the Manager expires producers only every
+// producer.id.expiration.check.interval.ms.
+func (l *Log) maintain(expire bool) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -361,7 +372,9 @@ func (l *Log) Maintain() {
 		return
 	}
 	l.deleteBuriedLocked()
-	l.mu.producers.removeExpired(l.nowMs(), l.mu.cfg.ProducerIDExpirationMs)
+	if expire {
+		l.mu.producers.removeExpired(l.nowMs(), l.mu.cfg.ProducerIDExpirationMs)
+	}
 }
 
 // AssignEpochStartOffset records that leader epoch epoch starts at startOffset and

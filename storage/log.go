@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -179,6 +180,11 @@ type Log struct {
 	// offline is set after an I/O error when onIOError is set: the log dir is
 	// offline and every call fails with kerr.KafkaStorageError.
 	offline atomic.Bool
+	// hwSeen is the high watermark last passed to UpdateHighWatermark (-1
+	// none), unreplicatedMin the smallest marker offset of a completed
+	// transaction not yet below it (math.MaxInt64 none): UpdateHighWatermark
+	// takes mu only when it passes one.
+	hwSeen, unreplicatedMin atomic.Int64
 }
 
 type graveSegment struct {
@@ -217,6 +223,8 @@ func OpenLog(o LogOptions) (*Log, error) {
 	l.highWatermark.Store(-1)
 	l.mu.cfg = o.Config
 	l.mu.firstDirty = -1
+	l.hwSeen.Store(-1)
+	l.unreplicatedMin.Store(math.MaxInt64)
 	if err := l.fs.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -500,7 +508,20 @@ func (l *Log) rebuildProducerState() error {
 		}
 		break
 	}
-	u := ps.begin()
+	// expired producers are not loaded (ProducerStateManager.loadFromSnapshot)
+	nowMs := l.nowMs()
+	for pid, e := range ps.entries {
+		if isExpired(e, nowMs, l.mu.cfg.ProducerIDExpirationMs) {
+			delete(ps.entries, pid)
+		}
+	}
+	ps.loadEntries(ps.entries)
+	if old := l.mu.producers; old != nil {
+		ps.verifications = old.verifications // in memory only: a truncation keeps them
+	}
+	// Replay batch by batch, as LogSegment.recover and loadProducersFromRecords
+	// do: each batch's changes are committed before the next is read.
+	var raw []byte
 	for _, s := range l.mu.segments {
 		if s.nextOffset <= from {
 			continue
@@ -508,14 +529,32 @@ func (l *Log) rebuildProducerState() error {
 		_, pos := s.idx.lookup(from)
 		var ierr error
 		if err := s.scan(pos, s.size, func(h BatchHeader, p int64) bool {
-			if h.BaseOffset >= from {
-				n := len(u.completed)
-				_ = u.append(h, false)
-				if s.txnRebuild && len(u.completed) > n {
-					ierr = l.replayAborted(s, u, u.completed[n:], h, p)
+			if h.BaseOffset < from || !h.HasProducerID() {
+				return true
+			}
+			var b []byte
+			if h.IsControl() {
+				if int64(cap(raw)) < h.Size() {
+					raw = make([]byte, h.Size())
+				}
+				b = raw[:h.Size()]
+				if _, ierr = s.log.ReadAt(b, p); ierr != nil {
+					return false
 				}
 			}
-			return ierr == nil
+			u := ps.begin(originReplication, 0)
+			_ = u.append(h, b)
+			done := u.commit()
+			if s.txnRebuild {
+				for _, c := range done {
+					if c.aborted {
+						if ierr = s.txn.append(AbortedTxn{ProducerID: c.pid, FirstOffset: c.first, LastOffset: c.last, LastStableOffset: c.lso}); ierr != nil {
+							return false
+						}
+					}
+				}
+			}
+			return true
 		}); err != nil {
 			return err
 		}
@@ -524,12 +563,42 @@ func (l *Log) rebuildProducerState() error {
 		}
 		s.txnRebuild = false
 	}
-	u.commit()
 	l.mu.producers = ps
 	for _, s := range l.mu.segments {
 		s.txnRebuild = false
 	}
+	// transactions completed by the replay whose markers the high watermark
+	// already passed are stable
+	ps.removeUnreplicated(l.hwSeen.Load())
+	l.noteUnreplicated()
 	return nil
+}
+
+// noteUnreplicated publishes the smallest marker offset of the completed
+// transactions the high watermark has not passed, for UpdateHighWatermark.
+// l.mu must be held (exclusively).
+func (l *Log) noteUnreplicated() {
+	l.unreplicatedMin.Store(l.mu.producers.minUnreplicatedLast())
+}
+
+// UpdateHighWatermark tells the log its partition's high watermark
+// (UnifiedLog.updateHighWatermarkMetadata ->
+// ProducerStateManager.onHighWatermarkUpdated): completed transactions whose
+// markers it passed no longer hold the first unstable offset back, so the
+// last stable offset passes a transaction only once its marker is
+// replicated. Cheap when nothing is waiting: one atomic load.
+func (l *Log) UpdateHighWatermark(hw int64) {
+	l.hwSeen.Store(hw)
+	if hw <= l.unreplicatedMin.Load() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return
+	}
+	l.mu.producers.removeUnreplicated(hw)
+	l.noteUnreplicated()
 }
 
 // Dir is the partition directory.
@@ -613,11 +682,96 @@ func (l *Log) NumSegments() int {
 	return len(l.mu.segments)
 }
 
-// FirstUnstableOffset is the first offset of the oldest open transaction, or -1.
+// FirstUnstableOffset is the first offset of the oldest transaction that is
+// open or whose marker the high watermark has not passed (UpdateHighWatermark),
+// never below the log start offset; -1 when none
+// (UnifiedLog.maybeIncrementFirstUnstableOffset). The last stable offset is
+// the smaller of it and the high watermark.
 func (l *Log) FirstUnstableOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.mu.producers.firstUnstableOffset()
+	return l.firstUnstableLocked()
+}
+
+func (l *Log) firstUnstableLocked() int64 {
+	fuo := l.mu.producers.firstUnstableOffset()
+	if fuo >= 0 {
+		fuo = max(fuo, l.mu.logStartOffset)
+	}
+	return fuo
+}
+
+// ProducerInfo is one active producer (DescribeProducers,
+// UnifiedLog.activeProducers).
+type ProducerInfo struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64 // -1 without an open transaction
+}
+
+// ActiveProducers lists the producers the log keeps state for, by id.
+func (l *Log) ActiveProducers() []ProducerInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]ProducerInfo, 0, len(l.mu.producers.entries))
+	for pid, e := range l.mu.producers.entries {
+		out = append(out, ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: e.lastSeq(),
+			LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnStartOffset: e.currentTxnFirstOffset})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
+// HasOngoingTransaction reports whether the producer has an open transaction
+// here at that epoch (UnifiedLog.hasOngoingTransaction).
+func (l *Log) HasOngoingTransaction(pid int64, epoch int16) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.producers.hasOngoingTransaction(pid, epoch)
+}
+
+// MaybeStartTransactionVerification is UnifiedLog.maybeStartTransactionVerification
+// (KIP-890): before a transactional produce of a producer with no open
+// transaction here, the leader records a verification entry and asks the
+// transaction coordinator; the append then carries the returned guard,
+// which only matches while no marker or transactional write came in between.
+// A producer with an open transaction at that epoch needs none (nil guard).
+// seq is the produce's base sequence (the lowest seen caps later ones);
+// supportsEpochBump marks a transaction.version 2 producer (produce v12+).
+// An epoch older than the last seen is INVALID_PRODUCER_EPOCH at once.
+func (l *Log) MaybeStartTransactionVerification(pid int64, seq int32, epoch int16, supportsEpochBump bool) (*VerificationGuard, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed || l.offline.Load() {
+		return nil, l.closedErr()
+	}
+	ps := l.mu.producers
+	if e := ps.entries[pid]; e != nil && epoch < e.epoch {
+		return nil, fmt.Errorf("%w: epoch of producer %d is %d, which is smaller than the last seen epoch %d",
+			kerr.InvalidProducerEpoch, pid, epoch, e.epoch)
+	}
+	if ps.hasOngoingTransaction(pid, epoch) {
+		return nil, nil
+	}
+	v := ps.verifications[pid]
+	if v == nil {
+		v = &verificationEntry{timestampMs: l.nowMs(), guard: &VerificationGuard{id: guardSeq.Add(1)},
+			lowestSeq: seq, epoch: epoch, supportsEpochBump: supportsEpochBump}
+		ps.verifications[pid] = v
+	}
+	v.maybeUpdate(seq, epoch)
+	return v.guard, nil
+}
+
+// VerificationGuardOf returns the producer's current verification guard, nil
+// when none (UnifiedLog.verificationGuard).
+func (l *Log) VerificationGuardOf(pid int64) *VerificationGuard {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.producers.guardOf(pid)
 }
 
 // ProducerEpoch returns the last epoch and sequence seen for a producer id.

@@ -45,11 +45,16 @@ type ManagerOptions struct {
 	// BrokerEpoch goes into the clean-shutdown marker; SetBrokerEpoch updates it.
 	BrokerEpoch int64
 	// Intervals of the periodic work (Kafka's defaults when zero):
-	FlushCheckIntervalMs      int64 // flush.ms checks; default 1000
-	RecoveryCheckpointMs      int64 // log.flush.offset.checkpoint.interval.ms, 60000
-	LogStartCheckpointMs      int64 // log.flush.start.offset.checkpoint.interval.ms, 60000
-	RetentionCheckIntervalMs  int64 // log.retention.check.interval.ms, 300000
-	RecoveryThreadsPerDataDir int   // num.recovery.threads.per.data.dir, 2
+	FlushCheckIntervalMs     int64 // flush.ms checks; default 1000
+	RecoveryCheckpointMs     int64 // log.flush.offset.checkpoint.interval.ms, 60000
+	LogStartCheckpointMs     int64 // log.flush.start.offset.checkpoint.interval.ms, 60000
+	RetentionCheckIntervalMs int64 // log.retention.check.interval.ms, 300000
+	// ProducerExpirationCheckIntervalMs is
+	// producer.id.expiration.check.interval.ms (600000): how often idle
+	// producer ids (producer.id.expiration.ms) are expired
+	// (UnifiedLog's PeriodicProducerExpirationCheck).
+	ProducerExpirationCheckIntervalMs int64
+	RecoveryThreadsPerDataDir         int // num.recovery.threads.per.data.dir, 2
 	// Cleaner configures the log cleaner (log.cleaner.*).
 	Cleaner CleanerOptions
 	// OnDirFailure is called when a log dir goes offline after an I/O error
@@ -79,6 +84,7 @@ type Manager struct {
 		lastRecCkpt int64
 		lastLSOCkpt int64
 		lastRetain  int64
+		lastExpire  int64
 		lastFlush   int64
 		offline     map[string]bool // log dirs taken offline by an I/O error
 		// released: partitions deleted since the start, which a log dir that
@@ -164,6 +170,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	def(&o.RecoveryCheckpointMs, 60000)
 	def(&o.LogStartCheckpointMs, 60000)
 	def(&o.RetentionCheckIntervalMs, 300000)
+	def(&o.ProducerExpirationCheckIntervalMs, 600000)
 	if o.RecoveryThreadsPerDataDir <= 0 {
 		o.RecoveryThreadsPerDataDir = 2
 	}
@@ -177,7 +184,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	m.initCleaner()
 	m.mu.brokerEpoch = o.BrokerEpoch
 	now := o.Now().UnixMilli()
-	m.mu.lastRecCkpt, m.mu.lastLSOCkpt, m.mu.lastRetain, m.mu.lastFlush = now, now, now, now
+	m.mu.lastRecCkpt, m.mu.lastLSOCkpt, m.mu.lastRetain, m.mu.lastFlush, m.mu.lastExpire = now, now, now, now, now
 	for _, dir := range o.LogDirs {
 		if slices.Contains(o.InitialOfflineDirs, dir) {
 			// LogManager.createAndValidateLogDirs: an initial offline dir is a
@@ -736,6 +743,10 @@ func (m *Manager) Maintain() error {
 	doRec := now-m.mu.lastRecCkpt >= m.o.RecoveryCheckpointMs
 	doLSO := now-m.mu.lastLSOCkpt >= m.o.LogStartCheckpointMs
 	doRet := now-m.mu.lastRetain >= m.o.RetentionCheckIntervalMs
+	doExpire := now-m.mu.lastExpire >= m.o.ProducerExpirationCheckIntervalMs
+	if doExpire {
+		m.mu.lastExpire = now
+	}
 	if doFlush {
 		m.mu.lastFlush = now
 	}
@@ -773,7 +784,7 @@ func (m *Manager) Maintain() error {
 				note(err)
 			}
 		}
-		l.Maintain()
+		l.maintain(doExpire)
 	}
 	if doRec {
 		note(m.checkpointRecovery())

@@ -26,20 +26,20 @@ func TestIdempotentProducer(t *testing.T) {
 		t.Fatalf("duplicate: %+v leo %d", dup, l.LogEndOffset())
 	}
 	// a gap in sequences
-	if _, err := l.AppendAsLeader(idemBatch(ts, 1, pid, 0, 9), 1); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+	if _, err := l.AppendAsLeaderOrigin(idemBatch(ts, 1, pid, 0, 9), 1, OriginClient); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
 		t.Fatalf("gap: %v", err)
 	}
 	// an overlapping but not identical range
-	if _, err := l.AppendAsLeader(idemBatch(ts, 1, pid, 0, 4), 1); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+	if _, err := l.AppendAsLeaderOrigin(idemBatch(ts, 1, pid, 0, 4), 1, OriginClient); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
 		t.Fatalf("overlap: %v", err)
 	}
 	// a newer epoch must start at sequence 0
-	if _, err := l.AppendAsLeader(idemBatch(ts, 1, pid, 1, 5), 1); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+	if _, err := l.AppendAsLeaderOrigin(idemBatch(ts, 1, pid, 1, 5), 1, OriginClient); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
 		t.Fatalf("new epoch seq 5: %v", err)
 	}
 	mustAppend(t, l.Log, idemBatch(ts, 1, pid, 1, 0), 1)
 	// the old epoch is fenced
-	if _, err := l.AppendAsLeader(idemBatch(ts, 1, pid, 0, 5), 1); !errors.Is(err, kerr.InvalidProducerEpoch) {
+	if _, err := l.AppendAsLeaderOrigin(idemBatch(ts, 1, pid, 0, 5), 1, OriginClient); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("stale epoch: %v", err)
 	}
 	// an unknown producer may start at any sequence (Kafka 4: no UnknownProducerId)
@@ -56,7 +56,7 @@ func TestIdempotentProducer(t *testing.T) {
 		// seq 2 is the 5th from last: remembered
 		t.Fatalf("seq 2 should be a duplicate: %+v", d)
 	}
-	if _, err := l.AppendAsLeader(idemBatch(ts, 1, pid, 1, 1), 1); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+	if _, err := l.AppendAsLeaderOrigin(idemBatch(ts, 1, pid, 1, 1), 1, OriginClient); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
 		t.Fatalf("seq 1 is forgotten, must be out of order: %v", err)
 	}
 
@@ -96,16 +96,16 @@ func TestProducerStateRebuiltWithoutSnapshot(t *testing.T) {
 	if e, s, ok := l2.ProducerEpoch(5); !ok || e != 3 || s != 3 {
 		t.Fatalf("replayed: %d %d %v", e, s, ok)
 	}
-	if _, err := l2.AppendAsLeader(idemBatch(ts, 1, 5, 3, 7), 1); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+	if _, err := l2.AppendAsLeaderOrigin(idemBatch(ts, 1, 5, 3, 7), 1, OriginClient); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
 		t.Fatalf("%v", err)
 	}
 }
 
 func TestSnapshotCodec(t *testing.T) {
 	ps := newProducerState()
-	u := ps.begin()
-	u.append(BatchHeader{BaseOffset: 10, LastOffsetDelta: 4, NumRecords: 5, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 20, MaxTimestamp: 1234}, true)
-	u.append(BatchHeader{BaseOffset: 15, LastOffsetDelta: 0, NumRecords: 1, ProducerID: 10, ProducerEpoch: 0, BaseSequence: 0, MaxTimestamp: 99, Attributes: attrTransactional}, true)
+	u := ps.begin(OriginClient, 0)
+	u.append(BatchHeader{BaseOffset: 10, LastOffsetDelta: 4, NumRecords: 5, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 20, MaxTimestamp: 1234}, nil)
+	u.append(BatchHeader{BaseOffset: 15, LastOffsetDelta: 0, NumRecords: 1, ProducerID: 10, ProducerEpoch: 0, BaseSequence: 0, MaxTimestamp: 99, Attributes: attrTransactional}, nil)
 	u.commit()
 	b := ps.encodeSnapshot()
 	if len(b) != 10+2*snapshotEntrySize {

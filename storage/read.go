@@ -24,32 +24,40 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	defer func() { err = l.ioErr(err) }()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	ri, _, _, err := l.readLocked(offset, maxBytes, maxOffset, minOneBatch)
+	return ri, err
+}
+
+// readLocked is Read. It also returns the index of the segment read (-1 when
+// no segment holds data from offset on) and whether the read stopped at once
+// because offset is the log end or not below maxOffset. l.mu must be held.
+func (l *Log) readLocked(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, int, bool, error) {
 	if l.mu.closed || l.offline.Load() {
-		return ReadInfo{}, l.closedErr()
+		return ReadInfo{}, -1, false, l.closedErr()
 	}
 	maxBytes = max(maxBytes, 0)
 	ri := ReadInfo{FirstBatchOffset: offset, LogStartOffset: l.mu.logStartOffset, LogEndOffset: l.mu.leo}
 	if offset < l.mu.logStartOffset || offset > l.mu.leo {
-		return ri, fmt.Errorf("%w: offset %d is out of range [%d, %d] in %s", kerr.OffsetOutOfRange,
+		return ri, -1, false, fmt.Errorf("%w: offset %d is out of range [%d, %d] in %s", kerr.OffsetOutOfRange,
 			offset, l.mu.logStartOffset, l.mu.leo, l.dir)
 	}
 	if offset == l.mu.leo || offset >= maxOffset {
 		ri.Region = FileRegion{File: l.active().log, Pos: l.active().size}
-		return ri, nil
+		return ri, -1, true, nil
 	}
 	for i := l.segmentFor(offset); i < len(l.mu.segments); i++ {
 		s := l.mu.segments[i]
 		end := s.size
 		start, first, found, err := s.translateOffset(offset, end)
 		if err != nil {
-			return ri, err
+			return ri, -1, false, err
 		}
 		if !found {
 			continue
 		}
 		if first.BaseOffset >= maxOffset {
 			ri.Region = FileRegion{File: s.log, Pos: start}
-			return ri, nil
+			return ri, i, false, nil
 		}
 		ri.FirstBatchOffset = first.BaseOffset
 		length := int64(0)
@@ -62,14 +70,14 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 				length += h.Size()
 				return true
 			}); err != nil {
-				return ri, err
+				return ri, -1, false, err
 			}
 		}
 		ri.Region = FileRegion{File: s.log, Pos: start, Len: length}
-		return ri, nil
+		return ri, i, false, nil
 	}
 	ri.Region = FileRegion{File: l.active().log, Pos: l.active().size}
-	return ri, nil
+	return ri, -1, false, nil
 }
 
 // ReadBatches is Read followed by ReadAll: a convenience for raft and tests.

@@ -37,10 +37,6 @@ const (
 	ControlCommit int16 = 1
 )
 
-type completedTxn struct {
-	pid, first, last int64
-}
-
 type txnIndex struct {
 	fs      vfs.FS
 	name    string
@@ -142,27 +138,17 @@ func controlType(h BatchHeader, raw []byte) (int16, bool) {
 	return typ, typ >= 0
 }
 
-// indexAborted appends the aborted transactions among done to the active segment's
-// transaction index (UnifiedLog.append -> LogSegment.updateTxnIndex), with the last
-// stable offset right after each (ProducerStateManager.lastStableOffset). rawAt
-// returns the raw control batch at a marker offset. l.mu must be held, producer
-// state already updated.
-func (l *Log) indexAborted(seg *segment, done []completedTxn, rawAt func(off int64) (BatchHeader, []byte, bool)) error {
+// indexAborted appends the aborted transactions among done (as commit returned
+// them, with their last stable offsets) to the transaction index of the
+// segment holding each ABORT marker (LogSegment.updateTxnIndex). l.mu must be
+// held.
+func (l *Log) indexAborted(done []completedTxn) error {
 	for _, c := range done {
-		h, raw, ok := rawAt(c.last)
-		if !ok {
+		if !c.aborted {
 			continue
 		}
-		if typ, ok := controlType(h, raw); !ok || typ != ControlAbort {
-			continue
-		}
-		lso := c.last + 1
-		for pid, e := range l.mu.producers.entries {
-			if pid != c.pid && e.currentTxnFirstOffset >= 0 && e.currentTxnFirstOffset < lso {
-				lso = e.currentTxnFirstOffset
-			}
-		}
-		if err := seg.txn.append(AbortedTxn{ProducerID: c.pid, FirstOffset: c.first, LastOffset: c.last, LastStableOffset: lso}); err != nil {
+		seg := l.mu.segments[l.segmentFor(c.last)]
+		if err := seg.txn.append(AbortedTxn{ProducerID: c.pid, FirstOffset: c.first, LastOffset: c.last, LastStableOffset: c.lso}); err != nil {
 			return err
 		}
 	}
@@ -175,8 +161,16 @@ func (l *Log) indexAborted(seg *segment, done []completedTxn, rawAt func(off int
 func (l *Log) AbortedTransactions(from, upTo int64) []AbortedTxn {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	var out []AbortedTxn
-	for i := l.segmentFor(from); i < len(l.mu.segments); i++ {
+	return l.collectAbortedLocked(l.segmentFor(from), from, upTo, nil)
+}
+
+// collectAbortedLocked walks the transaction indexes from segment i on
+// (TransactionIndex.collectAbortedTxns): an entry overlaps when its marker is
+// at or after from and it began before upTo; the walk ends at the first entry
+// whose last stable offset reaches upTo, since every later transaction
+// began after it. l.mu must be held.
+func (l *Log) collectAbortedLocked(i int, from, upTo int64, out []AbortedTxn) []AbortedTxn {
+	for ; i < len(l.mu.segments); i++ {
 		for _, a := range l.mu.segments[i].txn.entries {
 			if a.LastOffset >= from && a.FirstOffset < upTo {
 				out = append(out, a)
@@ -189,36 +183,36 @@ func (l *Log) AbortedTransactions(from, upTo int64) []AbortedTxn {
 	return out
 }
 
-// replayAborted re-indexes an aborted transaction met while replaying a recovered
-// segment; the producer state is the staged one of the replay.
-func (l *Log) replayAborted(s *segment, u *producerUpdate, done []completedTxn, h BatchHeader, pos int64) error {
-	raw := make([]byte, h.Size())
-	if _, err := s.log.ReadAt(raw, pos); err != nil {
-		return err
+// ReadCommitted is Read for a read_committed consumer (maxOffset its last
+// stable offset) with the aborted transactions a consumer needs to drop the
+// records of (LocalLog.read with includeAbortedTxns, addAbortedTransactions).
+// As Kafka, the upper bound of the search is the offset of the first index
+// entry at or after the end of the data read (LogSegment.fetchUpperBoundOffset),
+// else the next segment's base offset, else the log end offset. aborted is
+// empty, not nil, when there are none, and nil only when no segment holds
+// data from the offset on (Kafka answers a null list then).
+func (l *Log) ReadCommitted(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (_ ReadInfo, aborted []AbortedTxn, err error) {
+	defer func() { err = l.ioErr(err) }()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ri, seg, empty, err := l.readLocked(offset, maxBytes, maxOffset, minOneBatch)
+	switch {
+	case err != nil:
+		return ri, nil, err
+	case empty:
+		return ri, []AbortedTxn{}, nil
+	case seg < 0:
+		return ri, nil, nil
 	}
-	for _, c := range done {
-		if typ, ok := controlType(h, raw); !ok || typ != ControlAbort {
-			continue
-		}
-		lso := c.last + 1
-		for pid, e := range u.ps.entries {
-			if st, ok := u.updated[pid]; ok {
-				e = st
-			}
-			if pid != c.pid && e.currentTxnFirstOffset >= 0 && e.currentTxnFirstOffset < lso {
-				lso = e.currentTxnFirstOffset
-			}
-		}
-		for pid, e := range u.updated {
-			if _, seen := u.ps.entries[pid]; !seen && pid != c.pid && e.currentTxnFirstOffset >= 0 && e.currentTxnFirstOffset < lso {
-				lso = e.currentTxnFirstOffset
-			}
-		}
-		if err := s.txn.append(AbortedTxn{ProducerID: c.pid, FirstOffset: c.first, LastOffset: c.last, LastStableOffset: lso}); err != nil {
-			return err
-		}
+	s := l.mu.segments[seg]
+	upper := l.mu.leo
+	if seg+1 < len(l.mu.segments) {
+		upper = l.mu.segments[seg+1].base
 	}
-	return nil
+	if off, ok := s.idx.upperBoundOffset(ri.Region.Pos + ri.Region.Len); ok {
+		upper = off
+	}
+	return ri, l.collectAbortedLocked(seg, offset, upper, []AbortedTxn{}), nil
 }
 
 // endTxnMarkerValueSize is EndTransactionMarker's value: int16 version 0,
@@ -246,8 +240,15 @@ func BuildEndTxnMarker(producerID int64, producerEpoch int16, commit bool, coord
 // for other control batches (LEADER_CHANGE, snapshot markers) and malformed
 // ones.
 func ParseEndTxnMarker(h BatchHeader, raw []byte) (commit bool, coordinatorEpoch int32, ok bool) {
+	commit, coordinatorEpoch, _, ok = parseEndTxnMarker(h, raw)
+	return commit, coordinatorEpoch, ok
+}
+
+// parseEndTxnMarker is ParseEndTxnMarker with the record's timestamp
+// (EndTransactionMarker.deserialize on the batch's first record).
+func parseEndTxnMarker(h BatchHeader, raw []byte) (commit bool, coordinatorEpoch int32, timestamp int64, ok bool) {
 	if !h.IsControl() {
-		return false, 0, false
+		return false, 0, NoTimestamp, false
 	}
 	_ = walkBatchRecords(h, raw, func(r *Record) error {
 		if len(r.Key) < 4 || binary.BigEndian.Uint16(r.Key) != 0 || len(r.Value) < endTxnMarkerValueSize {
@@ -262,7 +263,8 @@ func ParseEndTxnMarker(h BatchHeader, raw []byte) (commit bool, coordinatorEpoch
 			return io.EOF
 		}
 		coordinatorEpoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
+		timestamp = r.Timestamp
 		return io.EOF
 	})
-	return commit, coordinatorEpoch, ok
+	return commit, coordinatorEpoch, timestamp, ok
 }

@@ -28,10 +28,21 @@ func TestTransactionsIndex(t *testing.T) {
 		t.Fatalf("first unstable %d", fuo)
 	}
 	mustAppend(t, l.Log, marker(ts, 7, ControlAbort), 0) // 7
+	// until the high watermark passes the marker the aborted transaction
+	// still holds the last stable offset back (unreplicatedTxns)
+	if fuo := l.FirstUnstableOffset(); fuo != 2 {
+		t.Fatalf("first unstable before the marker is replicated %d", fuo)
+	}
+	l.UpdateHighWatermark(7)
+	if fuo := l.FirstUnstableOffset(); fuo != 2 {
+		t.Fatalf("first unstable with the marker at the high watermark %d", fuo)
+	}
+	l.UpdateHighWatermark(8)
 	if fuo := l.FirstUnstableOffset(); fuo != 5 {
 		t.Fatalf("first unstable after abort %d", fuo)
 	}
 	mustAppend(t, l.Log, marker(ts, 8, ControlCommit), 0) // 8
+	l.UpdateHighWatermark(9)
 	if fuo := l.FirstUnstableOffset(); fuo != -1 {
 		t.Fatalf("first unstable after commit %d", fuo)
 	}
