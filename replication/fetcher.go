@@ -419,7 +419,7 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 	moved := false
 	p.stateMu.Lock()
 	if hw := min(leaderHW, leo); hw > p.hw.Load() {
-		p.storeHW(hw)
+		p.hw.Store(hw)
 		moved = true
 	}
 	hw := p.hw.Load()
@@ -586,7 +586,7 @@ func (rm *ReplicaManager) truncateFollower(p *Partition, offset int64) error {
 	}
 	p.stateMu.Lock()
 	if leo := l.LogEndOffset(); p.hw.Load() > leo {
-		p.storeHW(leo)
+		p.hw.Store(leo)
 	}
 	p.stateMu.Unlock()
 	return nil
@@ -626,7 +626,7 @@ func (f *replicaFetcher) handleOutOfRange(ctx context.Context, conn LeaderConn, 
 			return 0, err
 		}
 		p.stateMu.Lock()
-		p.storeHW(leaderStart)
+		p.hw.Store(leaderStart)
 		p.stateMu.Unlock()
 	}
 	return l.LogEndOffset(), nil

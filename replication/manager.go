@@ -293,7 +293,7 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 		}
 		p.log = l
 		p.cfg = cfg
-		p.storeHW(rm.initialHighWatermark(p.tp, l))
+		p.hw.Store(rm.initialHighWatermark(p.tp, l))
 	} else if cfgChanged {
 		p.log.SetConfig(cfg)
 		p.cfg = cfg

@@ -147,21 +147,11 @@ func (p *Partition) maybeIncrementHW() bool {
 	if newHW <= old {
 		return false
 	}
-	p.storeHW(newHW)
+	p.hw.Store(newHW)
 	if s := p.leaderEpochStartOffset.Load(); s >= 0 && newHW >= s {
 		p.leaderEpochStartOffset.Store(-1)
 	}
 	return true
-}
-
-// storeHW sets the high watermark and tells the log (which owns a copy for
-// the cleaner's bound, so storage never asks replication). p.mu must be
-// held (read or write).
-func (p *Partition) storeHW(hw int64) {
-	p.hw.Store(hw)
-	if p.log != nil {
-		p.log.SetHighWatermark(hw)
-	}
 }
 
 // Snapshot is a partition's state at one moment, for callers outside the

@@ -680,7 +680,7 @@ func TestCleanerHighWatermarkBound(t *testing.T) {
 	}
 	defer m.Close()
 	l, _ := m.GetOrCreateLog(TopicPartition{"c", 0}, [16]byte{1}, compactCfg())
-	l.SetHighWatermark(3)
+	l.UpdateHighWatermark(3)
 	for i := range 6 {
 		mustAppend(t, l, kv(clk.Ms(), "k", fmt.Sprint(i)), 0)
 		if i == 2 {

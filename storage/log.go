@@ -171,12 +171,8 @@ type Log struct {
 		sync.Mutex
 		running *commitRound // the round a leader is syncing, if any
 	}
-	// highWatermark is the partition's high watermark as replication last
-	// told it (SetHighWatermark), -1 until then. The log owns it so that
-	// storage (the cleaner's upper bound) never asks a higher layer for it.
-	highWatermark atomic.Int64
-	onIOError     func(err error) // from LogOptions.OnIOError
-	onFlush       func(time.Duration)
+	onIOError func(err error) // from LogOptions.OnIOError
+	onFlush   func(time.Duration)
 	// offline is set after an I/O error when onIOError is set: the log dir is
 	// offline and every call fails with kerr.KafkaStorageError.
 	offline atomic.Bool
@@ -220,7 +216,6 @@ func OpenLog(o LogOptions) (*Log, error) {
 	o.Config = o.Config.normalized()
 	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand, onIOError: o.OnIOError, onFlush: o.OnFlush,
 		logger: o.Logger.With(zap.String("dir", filepath.Base(o.Dir)))}
-	l.highWatermark.Store(-1)
 	l.mu.cfg = o.Config
 	l.mu.firstDirty = -1
 	l.hwSeen.Store(-1)
@@ -785,9 +780,7 @@ func (l *Log) ProducerEpoch(pid int64) (epoch int16, lastSeq int32, ok bool) {
 	return e.epoch, e.lastSeq(), true
 }
 
-// SetHighWatermark records the partition's high watermark; replication calls
-// it whenever the high watermark moves (as leader or follower).
-func (l *Log) SetHighWatermark(hw int64) { l.highWatermark.Store(hw) }
-
-// HighWatermark is the high watermark last set, or -1 if none was.
-func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+// HighWatermark is the high watermark last passed to UpdateHighWatermark,
+// or -1 if none was. The log owns it so that storage (the cleaner's upper
+// bound) never asks replication for it.
+func (l *Log) HighWatermark() int64 { return l.hwSeen.Load() }
