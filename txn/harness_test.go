@@ -82,16 +82,16 @@ type sentMarkers struct {
 // fakeMarkers is the MarkerSender: it logs every request, holds those to
 // held brokers until released, and answers by the rules (NONE otherwise).
 type fakeMarkers struct {
-	mu     sync.Mutex
-	rules  []*markerRule
-	held   map[int32]chan struct{}
+	mu    sync.Mutex
+	rules []*markerRule
+	held  map[int32]chan struct{}
 	// parked counts the requests waiting on a held broker; release takes
 	// them off at once, before their goroutines wake, so that the harness
 	// never mistakes a released request for a parked one.
 	parked   int
 	parkedBy map[int32]int
-	seq    int
-	sent   []sentMarkers
+	seq      int
+	sent     []sentMarkers
 }
 
 func (f *fakeMarkers) WriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {

@@ -243,7 +243,9 @@ func (r *runner) run(line string) []string {
 	return out
 }
 
-func ctx5() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 5*time.Second) }
+func ctx5() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}
 
 func (r *runner) request(a args) []string {
 	h := r.h
