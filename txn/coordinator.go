@@ -144,6 +144,7 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	busy   atomic.Int64 // background goroutines running (tests wait for quiet)
+	opsRun atomic.Int64 // operations run on a loop (tests wait for a request to reach its loop)
 
 	mu       sync.Mutex // a leaf
 	creating bool       // a CreateTopics for __transaction_state is in flight
@@ -334,7 +335,10 @@ func (c *Coordinator) Loading() bool { return c.rt.Loading() }
 func (c *Coordinator) run(ctx context.Context, partition int32, op func(*shard) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	err := c.rt.Run(ctx, partition, op)
+	err := c.rt.Run(ctx, partition, func(s *shard) error {
+		defer c.opsRun.Add(1)
+		return op(s)
+	})
 	if errors.Is(err, kerr.RequestTimedOut) {
 		return kerr.CoordinatorNotAvailable
 	}

@@ -421,8 +421,11 @@ func (h *harness) onLoop(txnID string, fn func(s *shard)) {
 }
 
 func errName(code int16) string {
-	if code == 0 {
+	switch code {
+	case 0:
 		return "NONE"
+	case kerr.NotLeaderForPartition.Code:
+		return "NOT_LEADER_OR_FOLLOWER"
 	}
 	if e := kerr.ErrorForCode(code); e != nil {
 		var ke *kerr.Error

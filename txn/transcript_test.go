@@ -49,7 +49,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 //	pid-fail err=E|off        the producer id allocator fails
 //	leader topic=foo partition=N leader=B               leader change (-1: no leader)
 //	delete-topic T
-//	crash                     kill -9 the coordinator and fail over at a new leader epoch
+//	crash [truncate]          kill -9 the coordinator and fail over at a new leader epoch
+//	                          (truncate: the new leader lacks what was not committed)
 //	log [partition=N]         __transaction_state, decoded
 //	async NAME COMMAND... / await NAME                 run a request in the background
 func TestTranscripts(t *testing.T) {
@@ -119,6 +120,7 @@ var errCodes = func() map[string]int16 {
 			m[ke.Message] = code
 		}
 	}
+	m["NOT_LEADER_OR_FOLLOWER"] = kerr.NotLeaderForPartition.Code // Kafka's name since 2.6
 	return m
 }()
 
@@ -193,18 +195,18 @@ func (r *runner) run(line string) []string {
 		ch := make(chan []string, 1)
 		r.async[name] = ch
 		var done atomic.Bool
-		before := r.h.logEnds()
+		before := r.h.c.opsRun.Load()
 		go func() {
 			out := r.request(parseArgs(r.t, fields[2:]))
 			done.Store(true)
 			ch <- out
 		}()
-		// The request has reached its loop once it wrote (it then waits for
-		// the commit), or it is done.
+		// Wait until the request ran on its loop (it may then wait for a
+		// commit), or is done.
 		deadline := time.Now().Add(5 * time.Second)
-		for !done.Load() && r.h.logEnds() == before {
+		for !done.Load() && r.h.c.opsRun.Load() == before {
 			if time.Now().After(deadline) {
-				r.t.Fatalf("async %s: the request neither wrote nor finished", name)
+				r.t.Fatalf("async %s: the request did not run", name)
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
@@ -499,11 +501,52 @@ func (r *runner) request(a args) []string {
 		return []string{"ok"}
 
 	case "crash":
+		if len(a.pos) > 0 && a.pos[0] == "truncate" {
+			// The new leader never got what was not committed.
+			for p := int32(0); p < h.nparts; p++ {
+				tp := coordinator.TopicPartition{Topic: TopicName, Partition: p}
+				hw, _ := h.log.HighWatermark(tp)
+				h.log.Truncate(tp, hw)
+			}
+		}
 		h.crash()
 		return []string{fmt.Sprintf("reloaded at leader epoch %d", h.cache.Image().TopicByName(TopicName).Partition(0).LeaderEpoch)}
 
 	case "log":
 		return h.logLines(int32(a.int("partition", 0)))
+
+	case "seed":
+		// Write a record as an older coordinator would have, then fail
+		// over so that the coordinator loads it.
+		id := a.str("txn", "")
+		st, ok := StateFromName(a.str("state", "Empty"))
+		if !ok {
+			r.t.Fatalf("seed: bad state")
+		}
+		t := transit{producerID: a.int("pid", 0), prevProducerID: a.int("prev", -1), nextProducerID: a.int("next", -1),
+			producerEpoch: int16(a.int("epoch", 0)), timeoutMs: int32(a.int("timeout", 60000)), state: st, partitions: tpSet{},
+			startMs: clockStart.UnixMilli() + a.int("start", -1), lastUpdateMs: clockStart.UnixMilli() + a.int("updated", 0),
+			clientTV: int16(a.int("ctv", 0))}
+		if !a.has("start") {
+			t.startMs = -1
+		}
+		for _, tp := range a.parts("parts") {
+			t.partitions[tp] = struct{}{}
+		}
+		tp := coordinator.TopicPartition{Topic: TopicName, Partition: h.c.PartitionFor(id)}
+		rec := coordinator.Record{Key: encodeKey(id), Value: encodeValue(t, h.c.transactionVersion())}
+		if _, err := h.log.Append(tp, -1, coordinator.Batch{ProducerID: -1, Records: []coordinator.Record{rec}}); err != nil {
+			r.t.Fatal(err)
+		}
+		if a.str("raw", "") == "corrupt" {
+			bad := coordinator.Record{Key: encodeKey("corrupt"), Value: []byte{0, 1, 0xff}}
+			unknown := coordinator.Record{Key: []byte{0, 9, 'x'}, Value: []byte{0, 0}}
+			if _, err := h.log.Append(tp, -1, coordinator.Batch{ProducerID: -1, Records: []coordinator.Record{bad, unknown}}); err != nil {
+				r.t.Fatal(err)
+			}
+		}
+		h.crash()
+		return []string{"reloaded"}
 	}
 	r.t.Fatalf("unknown command %q", a.cmd)
 	return nil
