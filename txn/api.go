@@ -47,6 +47,10 @@ func (c *Coordinator) HandleInitProducerID(ctx context.Context, r *kmsg.InitProd
 	return resp
 }
 
+// addTxnParallelism bounds the transactions of one AddPartitionsToTxn
+// served at once.
+const addTxnParallelism = 16
+
 // addTxn is one transaction of an AddPartitionsToTxn, whatever its version.
 type addTxn struct {
 	txnID      string
@@ -91,13 +95,16 @@ func (c *Coordinator) HandleAddPartitionsToTxn(ctx context.Context, r *kmsg.AddP
 		}
 	}
 	// Transactions are independent (each on its partition's loop): serve
-	// them at once and answer when all are done, as KafkaApis does.
+	// them concurrently, at most addTxnParallelism at a time however many a
+	// request carries, and answer when all are done, as KafkaApis does.
 	results := make([]map[TopicPartition]error, len(txns))
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, addTxnParallelism)
 	for i := range txns {
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() { <-sem; wg.Done() }()
 			results[i] = c.addPartitionsToTxn(ctx, r.Version, txns[i])
 		}()
 	}
