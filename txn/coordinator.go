@@ -37,6 +37,13 @@ type MarkerSender interface {
 	WriteTxnMarkers(ctx context.Context, brokerID int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error)
 }
 
+// noMarkers fails every send: markers wait until a sender exists.
+type noMarkers struct{}
+
+func (noMarkers) WriteTxnMarkers(context.Context, int32, *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	return nil, errors.New("txn: no marker sender")
+}
+
 // Config configures a Coordinator. Zero durations and sizes take Kafka's
 // defaults.
 type Config struct {
@@ -101,6 +108,9 @@ func (c *Config) defaults() {
 	}
 	if c.Image == nil {
 		c.Image = func() *metadatacache.Image { return metadatacache.EmptyImage("") }
+	}
+	if c.Markers == nil {
+		c.Markers = noMarkers{}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

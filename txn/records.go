@@ -3,7 +3,6 @@ package txn
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -135,13 +134,5 @@ func decodeRecord(key, value []byte) (decoded, error) {
 	return decoded{txnID: k.TransactionalID, meta: m}, nil
 }
 
-// transitOf is the transit that writes m's current state (tests and the
-// fuzz round trip).
-func transitOf(m *metadata) transit {
-	t := m.next(m.state)
-	t.prevProducerID = m.prevProducerID
-	return t
-}
-
-// partitionsOf lists a set sorted, for logs and responses.
-func partitionsOf(s tpSet) []TopicPartition { return slices.Clip(s.sorted()) }
+// partitionsOf lists a set sorted, for responses.
+func partitionsOf(s tpSet) []TopicPartition { return s.sorted() }

@@ -24,6 +24,13 @@ func fuzzTransits() []transit {
 	}
 }
 
+// transitOf is the transit that writes m's current state.
+func transitOf(m *metadata) transit {
+	t := m.next(m.state)
+	t.prevProducerID = m.prevProducerID
+	return t
+}
+
 // FuzzTxnRecord: a __transaction_state record (read back from the log when a
 // coordinator partition loads) never panics the decoder or replay; what
 // decodes re-encodes, at the version it was read at, to a record that
