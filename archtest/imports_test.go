@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"controller":    {"raft", "metadatacache", "config"},
 	"replication":   {"storage", "storage/vfs", "metadatacache", "protocol"},
 	"group":         {"coordinator", "replication", "storage", "storage/vfs", "metadatacache", "config"},
+	"txn":           {"coordinator", "metadatacache", "config"},
 }
 
 func TestImportsPointDown(t *testing.T) {

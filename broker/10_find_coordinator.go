@@ -9,8 +9,14 @@ package broker
 //     created through the controller (offsets.topic.num.partitions,
 //     offsets.topic.replication.factor, cleanup.policy=compact) and the
 //     answer is COORDINATOR_NOT_AVAILABLE until it has a leader.
-//   - Key type 1 (transaction): COORDINATOR_NOT_AVAILABLE (there is no
-//     transaction coordinator yet).
+//   - Key type 1 (transaction, txn.Coordinator.FindCoordinator): the leader
+//     of the transactional id's __transaction_state partition (same hash),
+//     if it is alive, on the listener the request came in on. A missing
+//     topic is created through the controller
+//     (transaction.state.log.num.partitions, .replication.factor, .min.isr,
+//     .segment.bytes, cleanup.policy=compact, compression.type=uncompressed,
+//     unclean.leader.election.enable=false); COORDINATOR_NOT_AVAILABLE
+//     until it has a leader.
 //   - Key type 2 (share) and unknown types: INVALID_REQUEST.
 //   - Loading is not visible here: group APIs answer
 //     COORDINATOR_LOAD_IN_PROGRESS until the partition is replayed.
@@ -63,7 +69,7 @@ func (b *Broker) findCoordinator(keyType int8, key, listener string, c *kmsg.Fin
 	switch keyType {
 	case 0:
 	case 1:
-		return kerr.CoordinatorNotAvailable
+		return b.findTxnCoordinator(key, listener, c)
 	default:
 		return kerr.InvalidRequest
 	}

@@ -11,13 +11,21 @@ package broker
 //     for transactional producers. COORDINATOR_LOAD_IN_PROGRESS (retriable)
 //     when no block could be had in time.
 //   - Producer id -1 with an epoch, or the reverse: INVALID_REQUEST.
-//   - Transactional ids: COORDINATOR_NOT_AVAILABLE (INVALID_REQUEST for "")
-//     until the transaction coordinator exists.
+//   - Transactional ids go to the transaction coordinator
+//     (txn.Coordinator.HandleInitProducerID): a new producer id for a new
+//     transactional id, else an epoch bump fencing older producers; KIP-360
+//     resumption with the given producer id and epoch; an ongoing
+//     transaction is aborted first (CONCURRENT_TRANSACTIONS until it
+//     completes); an exhausted epoch moves to a new producer id; a timeout
+//     above transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT;
+//     INVALID_REQUEST for "". NOT_COORDINATOR /
+//     COORDINATOR_LOAD_IN_PROGRESS as the coordinator answers.
 //
 // Version notes:
 //   - v1: no change; v2: flexible; v3: producer id and epoch in the request
-//     (KIP-360); v4: PRODUCER_FENCED; v5: KIP-890 (epoch bumps on each
-//     transaction), no body change.
+//     (KIP-360); v4: PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before); v5:
+//     KIP-890 (epoch bumps on each transaction), no body change. v6 (KIP-939
+//     two-phase commit) is unstable in Kafka 4.4 and not served.
 
 import (
 	"context"
@@ -31,5 +39,8 @@ func init() { regKey(22, 0, 5, onBroker, handleInitProducerID) }
 
 func handleInitProducerID(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.InitProducerIDRequest)
+	if r.TransactionalID != nil && b.txn != nil {
+		return protocol.Response{Msg: b.txn.HandleInitProducerID(ctx, r)}, nil
+	}
 	return protocol.Response{Msg: b.replicas.InitProducerID(ctx, r)}, nil
 }

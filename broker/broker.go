@@ -30,6 +30,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
+	"github.com/kgo-broker/kgo-broker/txn"
 )
 
 // Broker is the request-serving half of a node. Its fields are set once by
@@ -46,6 +47,7 @@ type Broker struct {
 	replicas *replication.ReplicaManager
 	forward  *controllerChannel
 	groups   *group.Coordinator // group coordinator (group/); nil without the broker role
+	txn      *txn.Coordinator   // transaction coordinator (txn/); nil without the broker role
 	peers    *brokerClients     // requests to other brokers (interbroker.go); nil without the broker role
 
 	// controllerHandler serves controller-listener APIs (raft and controller

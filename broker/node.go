@@ -25,6 +25,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/storage"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
+	"github.com/kgo-broker/kgo-broker/txn"
 )
 
 // NodeConfig is what a Node is built from: the resolved config and the
@@ -311,6 +312,16 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.broker.groups.OnImage)
 	n.broker.groups.OnImage(nil, n.cache.Image())
 
+	// The transaction coordinator follows the __transaction_state leaders
+	// after the replica manager, and sends markers through the
+	// inter-broker clients (txn/doc.go).
+	tc := txn.FromBrokerConfig(cfg)
+	tc.Writer, tc.ProducerIDs, tc.Markers = coordinatorWriter{replicas: n.replicas}, n.replicas, n.broker
+	tc.Logger, tc.Image, tc.Controller = n.logger.Named("txn"), n.cache.Image, requestorFunc(n.channel.Request)
+	n.broker.txn = txn.New(tc)
+	n.cache.Subscribe(n.broker.txn.OnImage)
+	n.broker.txn.OnImage(nil, n.cache.Image())
+
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
 	n.lifecycle.waitMetadata = n.cache.WaitForOffset
@@ -495,6 +506,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 	// and acks=all produces at once, so draining the listeners is quick.
 	if n.broker != nil && n.broker.groups != nil {
 		n.broker.groups.Close()
+	}
+	if n.broker != nil && n.broker.txn != nil {
+		n.broker.txn.Close()
 	}
 	if n.broker != nil && n.broker.peers != nil {
 		n.broker.peers.Close()

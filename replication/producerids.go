@@ -153,6 +153,14 @@ func (m *producerIDs) allocate() (pidBlock, error) {
 	return pidBlock{next: resp.ProducerIDStart, end: resp.ProducerIDStart + int64(resp.ProducerIDLen), size: int64(resp.ProducerIDLen)}, nil
 }
 
+// GenerateProducerID returns a fresh producer id from the broker's block
+// (Kafka's ProducerIdManager.generateProducerId), for the transaction
+// coordinator. It may wait for the next block (bounded as InitProducerId
+// waits); without one it fails with COORDINATOR_LOAD_IN_PROGRESS.
+func (rm *ReplicaManager) GenerateProducerID(ctx context.Context) (int64, error) {
+	return rm.pids.generate(ctx)
+}
+
 // InitProducerID serves InitProducerId for idempotent producers (a null
 // transactional id), as TransactionCoordinator.handleInitProducerId does for
 // them: every call gets a new producer id with epoch 0, whether or not the
