@@ -14,6 +14,10 @@ import (
 // operations when the high watermark passes them.
 type coordinatorWriter struct {
 	replicas *replication.ReplicaManager
+	// minISR refuses appends while the ISR is below min.insync.replicas
+	// (NOT_ENOUGH_REPLICAS): set for the transaction coordinator, which
+	// Kafka writes with acks=all, not for the group coordinator (acks=1).
+	minISR bool
 }
 
 var _ coordinator.Writer = coordinatorWriter{}
@@ -36,7 +40,7 @@ func (w coordinatorWriter) Append(tp coordinator.TopicPartition, leaderEpoch int
 		batch = storage.BuildBatch(o, recs...)
 	}
 	guard, _ := b.Guard.(*storage.VerificationGuard)
-	info, err := w.replicas.AppendCoordinator(tp.Topic, tp.Partition, leaderEpoch, batch, guard)
+	info, err := w.replicas.AppendCoordinator(tp.Topic, tp.Partition, leaderEpoch, batch, guard, w.minISR)
 	if err != nil {
 		return 0, err
 	}

@@ -316,7 +316,7 @@ func (n *Node) start(ctx context.Context) error {
 	// after the replica manager, and sends markers through the
 	// inter-broker clients (txn/doc.go).
 	tc := txn.FromBrokerConfig(cfg)
-	tc.Writer, tc.ProducerIDs, tc.Markers = coordinatorWriter{replicas: n.replicas}, n.replicas, n.broker
+	tc.Writer, tc.ProducerIDs, tc.Markers = coordinatorWriter{replicas: n.replicas, minISR: true}, n.replicas, n.broker
 	tc.Logger, tc.Image, tc.Controller = n.logger.Named("txn"), n.cache.Image, requestorFunc(n.channel.Request)
 	n.broker.txn = txn.New(tc)
 	n.cache.Subscribe(n.broker.txn.OnImage)

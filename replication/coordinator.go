@@ -23,12 +23,18 @@ import (
 // A transactional write (TxnOffsetCommit) carries the guard VerifyTransaction
 // returned: with verification on, a write that starts the producer's
 // transaction here without it is INVALID_TXN_STATE (KIP-890).
-func (rm *ReplicaManager) AppendCoordinator(topic string, partition, leaderEpoch int32, records []byte, guard *storage.VerificationGuard) (storage.AppendInfo, error) {
+//
+// With minISR the append is refused with NOT_ENOUGH_REPLICAS while the ISR is
+// below min.insync.replicas, the check Kafka's Partition.appendRecordsToLeader
+// makes for acks=all: the transaction coordinator writes __transaction_state
+// that way (TransactionLog.EnforcedRequiredAcks), the group coordinator with
+// acks=1 (CoordinatorPartitionWriter).
+func (rm *ReplicaManager) AppendCoordinator(topic string, partition, leaderEpoch int32, records []byte, guard *storage.VerificationGuard, minISR bool) (storage.AppendInfo, error) {
 	p, err := rm.lookup(topic, partition)
 	if err != nil {
 		return storage.AppendInfo{}, err
 	}
-	info, durable, err := p.appendAsCoordinator(records, leaderEpoch, storage.AppendOptions{Origin: storage.OriginCoordinator,
+	info, durable, err := p.appendAsCoordinator(records, leaderEpoch, minISR, storage.AppendOptions{Origin: storage.OriginCoordinator,
 		RequireVerification: rm.txnSettings().Enabled, Guard: guard})
 	if err != nil {
 		return info, err
@@ -42,11 +48,14 @@ func (rm *ReplicaManager) AppendCoordinator(topic string, partition, leaderEpoch
 	return info, nil
 }
 
-func (p *Partition) appendAsCoordinator(records []byte, leaderEpoch int32, opts storage.AppendOptions) (storage.AppendInfo, storage.Durable, error) {
+func (p *Partition) appendAsCoordinator(records []byte, leaderEpoch int32, minISR bool, opts storage.AppendOptions) (storage.AppendInfo, storage.Durable, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.isLeader || p.log == nil || p.leaderEpoch != leaderEpoch {
 		return storage.AppendInfo{}, storage.Durable{}, kerr.NotLeaderForPartition
+	}
+	if minISR && int32(len(p.isr)) < p.cfg.MinInSyncReplicas {
+		return storage.AppendInfo{}, storage.Durable{}, kerr.NotEnoughReplicas
 	}
 	info, durable, err := p.log.AppendAsLeaderWith(records, p.leaderEpoch, opts)
 	if err != nil {

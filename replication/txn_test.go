@@ -437,7 +437,7 @@ func TestCoordinatorTransactionalWrite(t *testing.T) {
 			return storage.BuildBatch(storage.BatchOptions{Transactional: true, Producer: &storage.BatchProducer{ID: 9, Epoch: 1, BaseSequence: storage.NoSequence}},
 				storage.Record{Key: []byte("k"), Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
 		}
-		if _, err := h.rm.AppendCoordinator("__consumer_offsets", 0, 0, rec(), nil); err != kerr.InvalidTxnState && !isKerr(err, kerr.InvalidTxnState) {
+		if _, err := h.rm.AppendCoordinator("__consumer_offsets", 0, 0, rec(), nil, false); err != kerr.InvalidTxnState && !isKerr(err, kerr.InvalidTxnState) {
 			t.Fatalf("unverified write: %v", err)
 		}
 		f.set(always(kerr.ConcurrentTransactions.Code))
@@ -452,7 +452,7 @@ func TestCoordinatorTransactionalWrite(t *testing.T) {
 		if calls := f.taken(); len(calls) != 2 || calls[1].op != TxnGenericErrorSupported {
 			t.Fatalf("calls %+v", calls)
 		}
-		if _, err := h.rm.AppendCoordinator("__consumer_offsets", 0, 0, rec(), g); err != nil {
+		if _, err := h.rm.AppendCoordinator("__consumer_offsets", 0, 0, rec(), g, false); err != nil {
 			t.Fatalf("verified write: %v", err)
 		}
 		// the transaction is open: no guard, no request
@@ -462,7 +462,7 @@ func TestCoordinatorTransactionalWrite(t *testing.T) {
 		if calls := f.taken(); len(calls) != 0 {
 			t.Fatalf("asked for an open transaction: %+v", calls)
 		}
-		if _, err := h.rm.AppendCoordinator("__consumer_offsets", 0, 0, rec(), nil); err != nil {
+		if _, err := h.rm.AppendCoordinator("__consumer_offsets", 0, 0, rec(), nil, false); err != nil {
 			t.Fatalf("write in the open transaction: %v", err)
 		}
 	})
