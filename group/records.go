@@ -22,12 +22,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/coordinator"
 )
 
 // record is one key/value pair to write; Value nil is a tombstone.
-type record struct {
-	Key, Value []byte
-}
+type record = coordinator.Record
 
 func offsetCommitKey(group, topic string, partition int32) []byte {
 	k := kmsg.OffsetCommitKey{Version: 1, Group: group, Topic: topic, Partition: partition}
