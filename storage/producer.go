@@ -62,7 +62,8 @@ func (e *producerEntry) clone() *producerEntry {
 }
 
 func (e *producerEntry) findDuplicate(h BatchHeader) (batchMetadata, bool) {
-	if h.ProducerEpoch != e.epoch {
+	// A batch without a sequence (a coordinator's) is never a retry.
+	if h.ProducerEpoch != e.epoch || h.BaseSequence == NoSequence {
 		return batchMetadata{}, false
 	}
 	for _, b := range e.batches {
@@ -136,7 +137,10 @@ func (u *producerUpdate) append(h BatchHeader, validate bool) error {
 			return fmt.Errorf("%w: epoch of producer %d at offset %d is %d, which is smaller than the last seen epoch %d",
 				kerr.InvalidProducerEpoch, h.ProducerID, h.BaseOffset, h.ProducerEpoch, e.epoch)
 		}
-		if !h.IsControl() {
+		// Sequences are checked for batches that carry one: client batches
+		// (which must), not a coordinator's NO_SEQUENCE batches
+		// (ProducerAppendInfo checks sequences for the client origin only).
+		if !h.IsControl() && h.BaseSequence != NoSequence {
 			if h.ProducerEpoch != e.epoch {
 				if h.BaseSequence != 0 && e.epoch != NoProducerEpoch {
 					return fmt.Errorf("%w: invalid sequence number for new epoch of producer %d at offset %d in partition: %d (request epoch), %d (seq. number), %d (current producer epoch)",

@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
@@ -83,5 +86,29 @@ func TestEndTxnMarkerRoundTrip(t *testing.T) {
 		if typ, ok := controlType(h, b); !ok || (typ == ControlCommit) != commit {
 			t.Fatalf("controlType %d", typ)
 		}
+	}
+}
+
+// TestCoordinatorTransactionalBatchesWithoutSequence: a coordinator writes
+// transactional batches of a producer with RecordBatch.NO_SEQUENCE (the
+// group coordinator's TxnOffsetCommit records), one after another in the
+// same epoch: none is refused, none is taken for a retry of another, and
+// the markers close the transactions. Client batches still need one.
+func TestCoordinatorTransactionalBatchesWithoutSequence(t *testing.T) {
+	clk := newClock()
+	l := openTest(t, vfs.NewMemFS(), clk, smallCfg())
+	ts := clk.Ms()
+	for i := range 3 {
+		info := mustAppend(t, l.Log, txnBatch(ts, 1, 7, NoSequence), 0)
+		if info.Duplicate || info.FirstOffset != int64(2*i) {
+			t.Fatalf("batch %d: %+v", i, info)
+		}
+		mustAppend(t, l.Log, marker(ts, 7, ControlCommit), 0)
+	}
+	if fuo := l.FirstUnstableOffset(); fuo != -1 {
+		t.Fatalf("first unstable %d", fuo)
+	}
+	if _, err := l.AppendAsLeaderOrigin(txnBatch(ts, 1, 8, NoSequence), 0, OriginClient); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("client batch without a sequence: %v", err)
 	}
 }
