@@ -57,16 +57,19 @@ func (o openTxns) add(group, topic string, partition int32, producerID int64) {
 	ps[producerID] = struct{}{}
 }
 
-// remove drops producerID from the partition's set, or the whole set when
-// producerID is -1.
+// remove drops producerID from the partition's set.
 func (o openTxns) remove(group, topic string, partition int32, producerID int64) {
-	t := o[group][topic]
-	if ps := t[partition]; ps != nil {
-		delete(ps, producerID)
-		if producerID == -1 || len(ps) == 0 {
-			delete(t, partition)
-		}
+	ps := o[group][topic][partition]
+	delete(ps, producerID)
+	if len(ps) == 0 {
+		o.clear(group, topic, partition)
 	}
+}
+
+// clear drops the partition's set.
+func (o openTxns) clear(group, topic string, partition int32) {
+	t := o[group][topic]
+	delete(t, partition)
 	if len(t) == 0 {
 		delete(o[group], topic)
 	}
@@ -284,7 +287,7 @@ func (s *shard) replayOffsetTombstone(group, topic string, partition int32) {
 	for pid := range s.openTxns.producers(group, topic, partition) {
 		s.pending[pid].remove(group, topic, partition)
 	}
-	s.openTxns.remove(group, topic, partition, -1)
+	s.openTxns.clear(group, topic, partition)
 }
 
 // replayEndTxn applies an end-transaction marker (Kafka's
