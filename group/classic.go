@@ -485,7 +485,7 @@ func memberID(clientID string, instanceID *string) string {
 	return clientID + "-" + newUUID()
 }
 
-// ---- shard operations (mu held) ----
+// ---- shard operations (on the partition's event loop) ----
 
 func heartbeatKey(group, member string) string { return "hb-" + group + "-" + member }
 func joinKey(group string) string              { return "join-" + group }
