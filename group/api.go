@@ -568,12 +568,6 @@ func (s *shard) deleteGroup(id string) error {
 	return nil
 }
 
-// IsCoordinatorError reports whether err means the client should look the
-// coordinator up again.
-func IsCoordinatorError(err error) bool {
-	return errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)
-}
-
 // ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-1 (KIP-848).
 func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ConsumerGroupHeartbeatResponse {
 	fail := func(err error) *kmsg.ConsumerGroupHeartbeatResponse {

@@ -18,7 +18,6 @@ package group
 
 import (
 	"encoding/binary"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -100,8 +99,6 @@ type topicParts struct {
 	id    [16]byte
 	parts []int32
 }
-
-var errShortValue = errors.New("truncated record value")
 
 // fr reads a flexible value (after its version).
 type fr struct {

@@ -195,8 +195,6 @@ func (s *shard) schedule(key string, d time.Duration, op func()) { s.ctx.Schedul
 
 func (s *shard) cancel(key string) { s.ctx.Cancel(key) }
 
-func (s *shard) hasTimer(key string) bool { return s.ctx.Scheduled(key) }
-
 // write appends records to the partition as one batch. It returns once
 // the records are in the local log; the operation completes when they are
 // committed. State must change only after write returned nil. Errors are
