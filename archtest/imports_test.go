@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"raft":          {"storage", "storage/vfs", "protocol"},
 	"controller":    {"raft", "metadatacache", "config"},
 	"replication":   {"storage", "storage/vfs", "metadatacache", "protocol"},
-	"group":         {"coordinator", "replication", "storage", "storage/vfs", "metadatacache", "config"},
+	"group":         {"coordinator", "metadatacache", "config"},
 	"txn":           {"coordinator", "metadatacache", "config"},
 }
 

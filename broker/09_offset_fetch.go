@@ -8,8 +8,10 @@ package broker
 //   - Topics null (v2+) means every partition the group has offsets for.
 //   - v8+: several groups, each with its own error. v9: KIP-848 member id
 //     and epoch are checked (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
-//   - require_stable (v7+): answered as stable; there are no pending
-//     transactional offsets without a transaction coordinator.
+//   - Offsets a transaction commits (TxnOffsetCommit) are not visible until
+//     its COMMIT marker. require_stable (v7+): partitions with such pending
+//     offsets answer UNSTABLE_OFFSET_COMMIT (offset -1), and the client
+//     retries; without it the committed offset is answered.
 //   - Group errors: INVALID_GROUP_ID, NOT_COORDINATOR,
 //     COORDINATOR_LOAD_IN_PROGRESS (top level on v2-7, per partition on v1).
 //

@@ -433,3 +433,121 @@ func TestGroupOffsetCommitThroughput(t *testing.T) {
 		t.Logf("OffsetCommit, %d in flight: %d commits in %v = %.0f commits/s", conc, total, el.Round(time.Millisecond), float64(total)/el.Seconds())
 	}
 }
+
+// TestGroupTxnOffsetCommit: TxnOffsetCommit through the broker writes the
+// offsets as a transactional batch of __consumer_offsets; they are not
+// visible (and UNSTABLE_OFFSET_COMMIT with require_stable) until the
+// producer's COMMIT marker, which the WriteTxnMarkers handler writes
+// through CompleteTransaction; a restart replays batch and marker, and a
+// transaction still open at the restart can still end.
+func TestGroupTxnOffsetCommit(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, groupTestProps)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := n.client(t)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "x"); err != nil {
+		t.Fatal(err)
+	}
+	md, err := adm.Metadata(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicID := md.Topics["x"].ID
+
+	txnCommit := func(cl *kgo.Client, pid int64, part int32, off int64) {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", "tg", pid, 0
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = "x", topicID // names up to v5, ids from v6
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = part, off
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		for {
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+			if err == nil {
+				return
+			}
+			if !kerr.IsRetriable(err) || ctx.Err() != nil {
+				t.Fatalf("TxnOffsetCommit: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	fetch := func(cl *kgo.Client, stable bool) map[int32]string {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = stable
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = "tg"
+		rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "x", Partitions: []int32{0, 1}}}
+		req.Groups = append(req.Groups, rg)
+		for {
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := resp.Groups[0]
+			if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+				if !kerr.IsRetriable(err) || ctx.Err() != nil {
+					t.Fatalf("OffsetFetch: %v", err)
+				}
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			out := map[int32]string{}
+			for _, p := range g.Topics[0].Partitions {
+				out[p.Partition] = fmt.Sprint(p.Offset)
+				if p.ErrorCode != 0 {
+					out[p.Partition] = kerr.ErrorForCode(p.ErrorCode).(*kerr.Error).Message
+				}
+			}
+			return out
+		}
+	}
+	complete := func(n *testNode, pid int64, commit bool) {
+		t.Helper()
+		p := n.broker.groups.PartitionFor("tg")
+		for {
+			err := n.broker.groups.CompleteTransaction(ctx, p, pid, 0, 0, commit)
+			if err == nil {
+				return
+			}
+			if !kerr.IsRetriable(err) || ctx.Err() != nil {
+				t.Fatalf("CompleteTransaction: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	txnCommit(cl, 1000, 0, 5)
+	if got := fetch(cl, false); got[0] != "-1" || got[1] != "-1" {
+		t.Fatalf("pending offsets visible: %v", got)
+	}
+	if got := fetch(cl, true); got[0] != "UNSTABLE_OFFSET_COMMIT" || got[1] != "-1" {
+		t.Fatalf("require_stable: %v", got)
+	}
+	complete(n, 1000, true)
+	if got := fetch(cl, true); got[0] != "5" {
+		t.Fatalf("after COMMIT: %v", got)
+	}
+	// Another transaction is open when the node restarts.
+	txnCommit(cl, 1001, 1, 7)
+	n.stop(t)
+	n2 := startNode(t, dir, groupTestProps)
+	cl2 := n2.client(t)
+	if got := fetch(cl2, true); got[0] != "5" || got[1] != "UNSTABLE_OFFSET_COMMIT" {
+		t.Fatalf("after restart: %v", got)
+	}
+	complete(n2, 1001, false)
+	if got := fetch(cl2, true); got[0] != "5" || got[1] != "-1" {
+		t.Fatalf("after ABORT: %v", got)
+	}
+}

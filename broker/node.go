@@ -306,7 +306,7 @@ func (n *Node) start(ctx context.Context) error {
 	// The group coordinator follows the __consumer_offsets leaders after
 	// the replica manager (group/doc.go).
 	gc := group.FromBrokerConfig(cfg)
-	gc.Store = &group.ReplicaStore{Replicas: n.replicas, Logs: n.logs, TimeoutMs: cfg.Int("offsets.commit.timeout.ms")}
+	gc.Writer = coordinatorWriter{replicas: n.replicas}
 	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
 	n.broker.groups = group.New(gc)
 	n.cache.Subscribe(n.broker.groups.OnImage)

@@ -112,3 +112,21 @@ func (c *ManualClock) Pending() int {
 	defer c.mu.Unlock()
 	return len(c.timers)
 }
+
+// Next returns the deadline of the earliest scheduled timer. Timers an
+// event loop schedules while running a timer's event exist only once the
+// loop ran it, so a test that needs such chains to fire at their own
+// deadlines advances to Next one step at a time, letting the loops run in
+// between, instead of calling Advance once for the whole span.
+func (c *ManualClock) Next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	ok := false
+	for _, t := range c.timers {
+		if !ok || t.at.Before(next) {
+			next, ok = t.at, true
+		}
+	}
+	return next, ok
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/coordinator"
 )
 
 // topicKnown reports whether topic-partition exists in the metadata
@@ -42,16 +45,16 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 	if st < c.cfg.MinSessionTimeout || st > c.cfg.MaxSessionTimeout {
 		return fail(kerr.InvalidSessionTimeout)
 	}
-	var ch chan *kmsg.JoinGroupResponse
+	var p *parked[*kmsg.JoinGroupResponse]
 	err := c.with(req.Group, func(s *shard) error {
-		ch = s.classicJoin(joinRequest{req: req, clientID: clientID, clientHost: clientHost})
+		p = s.classicJoin(joinRequest{req: req, clientID: clientID, clientHost: clientHost})
 		return nil
 	})
 	if err != nil {
 		return fail(err)
 	}
 	select {
-	case r := <-ch:
+	case r := <-p.ch:
 		r.Version = req.Version
 		if r.ErrorCode != 0 && r.Generation == 0 {
 			r.Generation = -1
@@ -73,16 +76,16 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID)
 	}
-	var ch chan *kmsg.SyncGroupResponse
+	var p *parked[*kmsg.SyncGroupResponse]
 	err := c.with(req.Group, func(s *shard) error {
-		ch = s.classicSync(req)
+		p = s.classicSync(req)
 		return nil
 	})
 	if err != nil {
 		return fail(err)
 	}
 	select {
-	case r := <-ch:
+	case r := <-p.ch:
 		r.Version = req.Version
 		if r.MemberAssignment == nil {
 			r.MemberAssignment = []byte{}
@@ -191,9 +194,107 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	return r
 }
 
-// OffsetFetch serves OffsetFetch v1-9 (v8+ several groups).
+// TxnOffsetCommit serves TxnOffsetCommit v0-6: offsets a transactional
+// producer commits for a group, written as part of its transaction and
+// kept pending (not visible to OffsetFetch) until the transaction's end
+// marker (GroupCoordinatorService.commitTransactionalOffsets). The
+// transaction coordinator verifies the producer's transaction first
+// (KIP-890): from v5 on (transaction.version 2) the verification also adds
+// the partition to the transaction, replacing AddOffsetsToTxn.
+func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	img := c.cfg.Image()
+	anyValid := false
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		// v6 names topics by id (KIP-1319); an unknown id fails the topic.
+		topicErr := kerr.UnknownTopicOrPartition
+		ti := img.TopicByName(t.Topic)
+		if req.Version >= 6 {
+			topicErr, ti = kerr.UnknownTopicID, img.TopicByID(t.TopicID)
+			if ti != nil {
+				rt.Topic = ti.Name
+			}
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			switch {
+			case ti == nil:
+				rp.ErrorCode = topicErr.Code
+			case ti.Partition(p.Partition) == nil:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				anyValid = true
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	fillAll := func(err error) {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if p := &r.Topics[i].Partitions[j]; p.ErrorCode == 0 {
+					p.ErrorCode = code(err)
+				}
+			}
+		}
+	}
+	if !anyValid {
+		return r
+	}
+	if req.Group == "" {
+		fillAll(kerr.InvalidGroupID)
+		return r
+	}
+	partition := c.PartitionFor(req.Group)
+	vctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	guard, err := c.cfg.Writer.VerifyTransaction(vctx, coordinator.TopicPartition{Topic: OffsetsTopic, Partition: partition},
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Version >= 5)
+	cancel()
+	if err != nil {
+		fillAll(verifyErr(err, req.Version))
+		return r
+	}
+	if err := c.run(partition, func(s *shard) error {
+		s.commitTxnOffsets(req, guard, r)
+		return nil
+	}); err != nil {
+		fillAll(err)
+	}
+	return r
+}
+
+// verifyErr is how a failed KIP-890 verification is reported to a
+// TxnOffsetCommit of the given version: as AddPartitionsToTxnManager
+// translates the transaction coordinator's answer (PRODUCER_FENCED is
+// INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE, new in v4, is
+// INVALID_TXN_STATE before), then as the coordinator runtime reports
+// operation errors (handleOperationException: a network failure is
+// COORDINATOR_LOAD_IN_PROGRESS, which clients retry without a coordinator
+// lookup).
+func verifyErr(err error, version int16) error {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return kerr.CoordinatorLoadInProgress
+	}
+	switch {
+	case ke == kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch
+	case ke == kerr.TransactionAbortable && version < 4:
+		return kerr.InvalidTxnState
+	case ke == kerr.NetworkException:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return appendErr(ke)
+}
+
+// OffsetFetch serves OffsetFetch v1-9 (v8+ several groups; v7+
+// require_stable).
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	r := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	stable := req.Version >= 7 && req.RequireStable
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
 			rg := kmsg.NewOffsetFetchResponseGroup()
@@ -202,13 +303,13 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			for i, t := range g.Topics {
 				topics[i] = kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions}
 			}
-			ts, err := c.fetchGroup(g.Group, g.MemberID, g.MemberEpoch, topics, g.Topics == nil)
+			ts, err := c.fetchGroup(g.Group, g.MemberID, g.MemberEpoch, topics, g.Topics == nil, stable)
 			rg.Topics, rg.ErrorCode = ts, code(err)
 			r.Groups = append(r.Groups, rg)
 		}
 		return r
 	}
-	ts, err := c.fetchGroup(req.Group, nil, -1, req.Topics, req.Topics == nil && req.Version >= 2)
+	ts, err := c.fetchGroup(req.Group, nil, -1, req.Topics, req.Topics == nil && req.Version >= 2, stable)
 	if err != nil {
 		r.ErrorCode = code(err)
 		if req.Version < 2 {
@@ -240,14 +341,14 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 	return r
 }
 
-func (c *Coordinator) fetchGroup(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]kmsg.OffsetFetchResponseGroupTopic, error) {
+func (c *Coordinator) fetchGroup(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestTopic, all, stable bool) ([]kmsg.OffsetFetchResponseGroupTopic, error) {
 	if group == "" {
 		return nil, kerr.InvalidGroupID
 	}
 	var out []kmsg.OffsetFetchResponseGroupTopic
 	err := c.with(group, func(s *shard) error {
 		var err error
-		out, err = s.fetchOffsets(group, memberID, epoch, topics, all)
+		out, err = s.fetchOffsets(group, memberID, epoch, topics, all, stable)
 		return err
 	})
 	return out, err
@@ -293,25 +394,33 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	r := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	states := lowerSet(req.StatesFilter)
 	types := lowerSet(req.TypesFilter)
+	if c.rt.Loading() {
+		r.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+	}
 	var all []groupSummary
-	for _, s := range c.allShards() {
-		s.mu.Lock()
-		switch s.state {
-		case shardLoading:
-			r.ErrorCode = kerr.CoordinatorLoadInProgress.Code
-		case shardActive:
+	for _, p := range c.rt.Partitions() {
+		var part []groupSummary
+		err := c.run(p, func(s *shard) error {
 			for id, g := range s.groups {
 				pt := ""
 				if g.protocolType != nil {
 					pt = *g.protocolType
 				}
-				all = append(all, groupSummary{id, pt, g.state.String(), "classic"})
+				part = append(part, groupSummary{id, pt, g.state.String(), "classic"})
 			}
 			for id, g := range s.cgs {
-				all = append(all, groupSummary{id, "consumer", g.stateString(), "consumer"})
+				part = append(part, groupSummary{id, "consumer", g.stateString(), "consumer"})
 			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			all = append(all, part...)
+		case errors.Is(err, kerr.NotCoordinator):
+			// Unloaded meanwhile: its groups are no longer ours to list.
+		default:
+			r.ErrorCode = code(err)
 		}
-		s.mu.Unlock()
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 	for _, g := range all {
@@ -406,12 +515,23 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 	return r
 }
 
-// deleteGroup removes an empty group and its offsets.
+// deleteGroup removes an empty group and its offsets, committed and
+// pending transactional ones (GroupCoordinatorShard.deleteGroups,
+// OffsetMetadataManager.deleteAllOffsets).
 func (s *shard) deleteGroup(id string) error {
 	var recs []record
-	for topic, parts := range s.offsets[id] {
-		for p := range parts {
+	for _, topic := range slices.Sorted(maps.Keys(s.offsets[id])) {
+		for _, p := range slices.Sorted(maps.Keys(s.offsets[id][topic])) {
 			recs = append(recs, record{Key: offsetCommitKey(id, topic, p)})
+		}
+	}
+	// Partitions only an ongoing transaction has an offset for need their
+	// own tombstone, or its COMMIT marker would bring them back.
+	for _, topic := range slices.Sorted(maps.Keys(s.openTxns[id])) {
+		for _, p := range slices.Sorted(maps.Keys(s.openTxns[id][topic])) {
+			if !s.hasOffset(id, topic, p) {
+				recs = append(recs, record{Key: offsetCommitKey(id, topic, p)})
+			}
 		}
 	}
 	switch {
@@ -433,25 +553,19 @@ func (s *shard) deleteGroup(id string) error {
 	default:
 		return kerr.GroupIDNotFound
 	}
-	if err := s.write(recs); err != nil {
+	g, cg := s.groups[id], s.cgs[id]
+	if err := s.apply(recs); err != nil {
 		return err
 	}
-	delete(s.offsets, id)
-	if g := s.groups[id]; g != nil {
+	if g != nil {
 		g.transition(stDead, s.nowMs())
 	}
 	delete(s.groups, id)
-	if cg := s.cgs[id]; cg != nil {
+	if cg != nil {
 		s.cancelConsumerGroupTimers(cg)
 	}
 	delete(s.cgs, id)
 	return nil
-}
-
-// IsCoordinatorError reports whether err means the client should look the
-// coordinator up again.
-func IsCoordinatorError(err error) bool {
-	return errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)
 }
 
 // ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-1 (KIP-848).

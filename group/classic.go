@@ -44,14 +44,13 @@ type classicMember struct {
 	protocols        []protocol
 	assignment       []byte
 	isNew            bool
-	// Parked JoinGroup / SyncGroup answers (one-slot channels); nil when
-	// the member is not awaiting one.
-	joinCh chan *kmsg.JoinGroupResponse
-	syncCh chan *kmsg.SyncGroupResponse
+	// The member's parked JoinGroup / SyncGroup; nil when it awaits none.
+	join *parked[*kmsg.JoinGroupResponse]
+	sync *parked[*kmsg.SyncGroupResponse]
 }
 
-func (m *classicMember) awaitingJoin() bool { return m.joinCh != nil }
-func (m *classicMember) awaitingSync() bool { return m.syncCh != nil }
+func (m *classicMember) awaitingJoin() bool { return m.join != nil }
+func (m *classicMember) awaitingSync() bool { return m.sync != nil }
 
 func (m *classicMember) metadata(name string) []byte {
 	for _, p := range m.protocols {
@@ -289,21 +288,55 @@ func (g *classicGroup) validateMember(id string, instanceID *string) error {
 	return nil
 }
 
-func (g *classicGroup) completeJoin(m *classicMember, r *kmsg.JoinGroupResponse) bool {
-	if m.joinCh == nil {
+// parked is a request waiting in the coordinator for its answer: JoinGroup
+// until the join phase completes, SyncGroup until the leader's assignment
+// is written. The first answer wins, as Kafka completes a request's future
+// once.
+type parked[T any] struct {
+	ch   chan T        // one slot, written once
+	fail func(error) T // the answer when the partition unloads first
+	done bool          // answered (the answer may still wait for a commit)
+}
+
+func newParked[T any](fail func(error) T) *parked[T] {
+	return &parked[T]{ch: make(chan T, 1), fail: fail}
+}
+
+// answer delivers v to p once every record written so far is committed
+// (coordinator.Context.Defer): the answer reports group state that a
+// leader change could otherwise still take back. It reports false if p
+// was answered already.
+func answer[T any](s *shard, p *parked[T], v T) bool {
+	if p == nil || p.done {
 		return false
 	}
-	m.joinCh <- r
-	m.joinCh = nil
+	p.done = true
+	s.ctx.Defer(func(err error) {
+		if err != nil {
+			v = p.fail(err)
+		}
+		p.ch <- v
+	})
 	return true
 }
 
-func (g *classicGroup) completeSync(m *classicMember, r *kmsg.SyncGroupResponse) bool {
-	if m.syncCh == nil {
+// answerJoin answers the member's parked JoinGroup, if any.
+func (s *shard) answerJoin(m *classicMember, r *kmsg.JoinGroupResponse) bool {
+	if m.join == nil {
 		return false
 	}
-	m.syncCh <- r
-	m.syncCh = nil
+	answer(s, m.join, r)
+	m.join = nil
+	return true
+}
+
+// answerSync answers the member's parked SyncGroup, if any.
+func (s *shard) answerSync(m *classicMember, r *kmsg.SyncGroupResponse) bool {
+	if m.sync == nil {
+		return false
+	}
+	answer(s, m.sync, r)
+	m.sync = nil
 	return true
 }
 
@@ -452,7 +485,7 @@ func memberID(clientID string, instanceID *string) string {
 	return clientID + "-" + newUUID()
 }
 
-// ---- shard operations (mu held) ----
+// ---- shard operations (on the partition's event loop) ----
 
 func heartbeatKey(group, member string) string { return "hb-" + group + "-" + member }
 func joinKey(group string) string              { return "join-" + group }
@@ -467,11 +500,13 @@ type joinRequest struct {
 
 // classicJoin handles JoinGroup. The returned channel receives the answer,
 // at once or when the join phase completes.
-func (s *shard) classicJoin(jr joinRequest) chan *kmsg.JoinGroupResponse {
+func (s *shard) classicJoin(jr joinRequest) *parked[*kmsg.JoinGroupResponse] {
 	req := jr.req
-	out := make(chan *kmsg.JoinGroupResponse, 1)
-	reply := func(code int16, memberID string) chan *kmsg.JoinGroupResponse {
-		out <- &kmsg.JoinGroupResponse{ErrorCode: code, MemberID: memberID, Generation: -1}
+	out := newParked(func(err error) *kmsg.JoinGroupResponse {
+		return &kmsg.JoinGroupResponse{ErrorCode: code(err), MemberID: req.MemberID, Generation: -1}
+	})
+	reply := func(code int16, memberID string) *parked[*kmsg.JoinGroupResponse] {
+		answer(s, out, &kmsg.JoinGroupResponse{ErrorCode: code, MemberID: memberID, Generation: -1})
 		return out
 	}
 	if cg := s.cgs[req.Group]; cg != nil {
@@ -479,7 +514,9 @@ func (s *shard) classicJoin(jr joinRequest) chan *kmsg.JoinGroupResponse {
 			return reply(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 		}
 		// An empty consumer group becomes a classic group.
-		s.deleteConsumerGroupRecords(cg)
+		if err := s.deleteConsumerGroupRecords(cg); err != nil {
+			return reply(code(err), req.MemberID)
+		}
 		delete(s.cgs, req.Group)
 	}
 	unknown := req.MemberID == ""
@@ -504,10 +541,8 @@ func (s *shard) classicJoin(jr joinRequest) chan *kmsg.JoinGroupResponse {
 	if isNew && len(s.groups[req.Group].members) == 0 {
 		// Commit the new group to the log (Kafka writes an empty group record).
 		if err := s.write([]record{g.record(nil, s.nowMs())}); err != nil {
-			select {
-			case <-out:
-			default:
-			}
+			// Whatever the join answered stands (the first answer wins, as
+			// in Kafka); the group was never written, so it goes.
 			delete(s.groups, req.Group)
 			return reply(code(err), "")
 		}
@@ -529,14 +564,14 @@ func (s *shard) acceptJoiningMember(g *classicGroup, id string) bool {
 	return true
 }
 
-func (s *shard) joinNewMember(g *classicGroup, jr joinRequest, out chan *kmsg.JoinGroupResponse) {
+func (s *shard) joinNewMember(g *classicGroup, jr joinRequest, out *parked[*kmsg.JoinGroupResponse]) {
 	req := jr.req
 	switch {
 	case g.state == stDead:
-		out <- &kmsg.JoinGroupResponse{ErrorCode: kerr.CoordinatorNotAvailable.Code, Generation: -1}
+		answer(s, out, &kmsg.JoinGroupResponse{ErrorCode: kerr.CoordinatorNotAvailable.Code, Generation: -1})
 		return
 	case !g.supportsProtocols(req.ProtocolType, req.Protocols):
-		out <- &kmsg.JoinGroupResponse{ErrorCode: kerr.InconsistentGroupProtocol.Code, Generation: -1}
+		answer(s, out, &kmsg.JoinGroupResponse{ErrorCode: kerr.InconsistentGroupProtocol.Code, Generation: -1})
 		return
 	}
 	newID := memberID(jr.clientID, req.InstanceID)
@@ -555,17 +590,17 @@ func (s *shard) joinNewMember(g *classicGroup, jr joinRequest, out chan *kmsg.Jo
 		s.schedule(heartbeatKey(g.id, newID), time.Duration(req.SessionTimeoutMillis)*time.Millisecond, func() {
 			s.expireHeartbeat(gid, newID)
 		})
-		out <- &kmsg.JoinGroupResponse{ErrorCode: kerr.MemberIDRequired.Code, MemberID: newID, Generation: -1}
+		answer(s, out, &kmsg.JoinGroupResponse{ErrorCode: kerr.MemberIDRequired.Code, MemberID: newID, Generation: -1})
 		return
 	}
 	s.addMemberAndRebalance(g, jr, newID, out)
 }
 
-func (s *shard) joinExistingMember(g *classicGroup, jr joinRequest, out chan *kmsg.JoinGroupResponse) {
+func (s *shard) joinExistingMember(g *classicGroup, jr joinRequest, out *parked[*kmsg.JoinGroupResponse]) {
 	req := jr.req
 	id := req.MemberID
 	fail := func(err error) {
-		out <- &kmsg.JoinGroupResponse{ErrorCode: code(err), MemberID: id, Generation: -1}
+		answer(s, out, &kmsg.JoinGroupResponse{ErrorCode: code(err), MemberID: id, Generation: -1})
 	}
 	switch {
 	case g.state == stDead:
@@ -592,7 +627,7 @@ func (s *shard) joinExistingMember(g *classicGroup, jr joinRequest, out chan *km
 			if g.isLeader(id) {
 				members = g.currentMembers()
 			}
-			out <- g.joinResponse(m, members)
+			answer(s, out, g.joinResponse(m, members))
 		} else {
 			s.updateMemberAndRebalance(g, m, jr, out)
 		}
@@ -600,7 +635,7 @@ func (s *shard) joinExistingMember(g *classicGroup, jr joinRequest, out chan *km
 		if g.isLeader(id) || !m.matches(req.Protocols) {
 			s.updateMemberAndRebalance(g, m, jr, out)
 		} else {
-			out <- g.joinResponse(m, nil)
+			answer(s, out, g.joinResponse(m, nil))
 		}
 	default:
 		fail(kerr.UnknownMemberID)
@@ -622,11 +657,11 @@ func protocolsOf(req *kmsg.JoinGroupRequest) []protocol {
 	return ps
 }
 
-func (s *shard) addMemberAndRebalance(g *classicGroup, jr joinRequest, id string, out chan *kmsg.JoinGroupResponse) {
+func (s *shard) addMemberAndRebalance(g *classicGroup, jr joinRequest, id string, out *parked[*kmsg.JoinGroupResponse]) {
 	req := jr.req
 	m := &classicMember{id: id, instanceID: req.InstanceID, clientID: jr.clientID, clientHost: jr.clientHost,
 		rebalanceTimeout: rebalanceTimeoutOf(req), sessionTimeout: time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
-		protocolType: req.ProtocolType, protocols: protocolsOf(req), isNew: true, joinCh: out}
+		protocolType: req.ProtocolType, protocols: protocolsOf(req), isNew: true, join: out}
 	if g.state == stPreparingRebalance && g.prevState == stEmpty {
 		g.newMemberAdded = true
 	}
@@ -635,12 +670,12 @@ func (s *shard) addMemberAndRebalance(g *classicGroup, jr joinRequest, id string
 	s.maybePrepareRebalanceOrCompleteJoin(g, "adding new member "+id)
 }
 
-func (s *shard) updateMemberAndRebalance(g *classicGroup, m *classicMember, jr joinRequest, out chan *kmsg.JoinGroupResponse) {
+func (s *shard) updateMemberAndRebalance(g *classicGroup, m *classicMember, jr joinRequest, out *parked[*kmsg.JoinGroupResponse]) {
 	s.updateMember(g, m, jr.req, out)
 	s.maybePrepareRebalanceOrCompleteJoin(g, "member "+m.id+" rejoining")
 }
 
-func (s *shard) updateMember(g *classicGroup, m *classicMember, req *kmsg.JoinGroupRequest, out chan *kmsg.JoinGroupResponse) {
+func (s *shard) updateMember(g *classicGroup, m *classicMember, req *kmsg.JoinGroupRequest, out *parked[*kmsg.JoinGroupResponse]) {
 	for _, p := range m.protocols {
 		g.supported[p.name]--
 	}
@@ -650,19 +685,19 @@ func (s *shard) updateMember(g *classicGroup, m *classicMember, req *kmsg.JoinGr
 	}
 	m.rebalanceTimeout = rebalanceTimeoutOf(req)
 	m.sessionTimeout = time.Duration(req.SessionTimeoutMillis) * time.Millisecond
-	if m.joinCh != nil && m.joinCh != out {
+	if m.join != nil && m.join != out {
 		// A retried join replaces the parked one.
-		m.joinCh <- &kmsg.JoinGroupResponse{ErrorCode: kerr.UnknownMemberID.Code, MemberID: m.id, Generation: -1}
+		answer(s, m.join, &kmsg.JoinGroupResponse{ErrorCode: kerr.UnknownMemberID.Code, MemberID: m.id, Generation: -1})
 	}
-	m.joinCh = out
+	m.join = out
 }
 
-func (s *shard) updateStaticMember(g *classicGroup, jr joinRequest, oldID, newID string, out chan *kmsg.JoinGroupResponse) {
+func (s *shard) updateStaticMember(g *classicGroup, jr joinRequest, oldID, newID string, out *parked[*kmsg.JoinGroupResponse]) {
 	req := jr.req
 	old := g.members[oldID]
 	// replaceStaticMember: the old member's parked calls are fenced.
-	g.completeJoin(old, &kmsg.JoinGroupResponse{ErrorCode: kerr.FencedInstanceID.Code, MemberID: oldID, Generation: -1})
-	g.completeSync(old, &kmsg.SyncGroupResponse{ErrorCode: kerr.FencedInstanceID.Code})
+	s.answerJoin(old, &kmsg.JoinGroupResponse{ErrorCode: kerr.FencedInstanceID.Code, MemberID: oldID, Generation: -1})
+	s.answerSync(old, &kmsg.SyncGroupResponse{ErrorCode: kerr.FencedInstanceID.Code})
 	s.cancel(heartbeatKey(g.id, oldID))
 	wasLeader := g.isLeader(oldID)
 	idx := slices.Index(g.order, oldID)
@@ -691,7 +726,7 @@ func (s *shard) updateStaticMember(g *classicGroup, jr joinRequest, oldID, newID
 				assignment[m.id] = m.assignment
 			}
 			if err := s.write([]record{g.record(assignment, s.nowMs())}); err != nil {
-				g.completeJoin(old, &kmsg.JoinGroupResponse{ErrorCode: code(err), Generation: g.generation})
+				s.answerJoin(old, &kmsg.JoinGroupResponse{ErrorCode: code(err), Generation: g.generation})
 				return
 			}
 			var members []kmsg.JoinGroupResponseMember
@@ -704,7 +739,7 @@ func (s *shard) updateStaticMember(g *classicGroup, jr joinRequest, oldID, newID
 			if req.Version < 9 && prevLeader != nil {
 				r.LeaderID = *prevLeader
 			}
-			g.completeJoin(old, r)
+			s.answerJoin(old, r)
 			return
 		}
 		s.maybePrepareRebalanceOrCompleteJoin(g, "static member "+newID+" changed protocol")
@@ -811,7 +846,7 @@ func (s *shard) completeJoin(g *classicGroup) {
 		if g.isLeader(m.id) {
 			members = g.currentMembers()
 		}
-		g.completeJoin(m, g.joinResponse(m, members))
+		s.answerJoin(m, g.joinResponse(m, members))
 		s.scheduleHeartbeat(g, m, m.sessionTimeout)
 		m.isNew = false
 		g.pendingSync[m.id] = true
@@ -863,8 +898,8 @@ func (s *shard) expireHeartbeat(gid, mid string) {
 }
 
 func (s *shard) removeMemberAndUpdate(g *classicGroup, m *classicMember) {
-	g.completeJoin(m, &kmsg.JoinGroupResponse{ErrorCode: kerr.UnknownMemberID.Code, Generation: -1})
-	g.completeSync(m, &kmsg.SyncGroupResponse{ErrorCode: kerr.UnknownMemberID.Code})
+	s.answerJoin(m, &kmsg.JoinGroupResponse{ErrorCode: kerr.UnknownMemberID.Code, Generation: -1})
+	s.answerSync(m, &kmsg.SyncGroupResponse{ErrorCode: kerr.UnknownMemberID.Code})
 	g.remove(m.id)
 	s.cancel(heartbeatKey(g.id, m.id))
 	switch {
@@ -884,17 +919,19 @@ func (s *shard) propagateAssignment(g *classicGroup, err error) {
 		if r.MemberAssignment == nil {
 			r.MemberAssignment = []byte{}
 		}
-		if g.completeSync(m, r) {
+		if s.answerSync(m, r) {
 			s.scheduleHeartbeat(g, m, m.sessionTimeout)
 		}
 	}
 }
 
 // classicSync handles SyncGroup.
-func (s *shard) classicSync(req *kmsg.SyncGroupRequest) chan *kmsg.SyncGroupResponse {
-	out := make(chan *kmsg.SyncGroupResponse, 1)
-	reply := func(err error) chan *kmsg.SyncGroupResponse {
-		out <- &kmsg.SyncGroupResponse{ErrorCode: code(err), MemberAssignment: []byte{}}
+func (s *shard) classicSync(req *kmsg.SyncGroupRequest) *parked[*kmsg.SyncGroupResponse] {
+	out := newParked(func(err error) *kmsg.SyncGroupResponse {
+		return &kmsg.SyncGroupResponse{ErrorCode: code(err), MemberAssignment: []byte{}}
+	})
+	reply := func(err error) *parked[*kmsg.SyncGroupResponse] {
+		answer(s, out, &kmsg.SyncGroupResponse{ErrorCode: code(err), MemberAssignment: []byte{}})
 		return out
 	}
 	if cg := s.cgs[req.Group]; cg != nil {
@@ -921,10 +958,10 @@ func (s *shard) classicSync(req *kmsg.SyncGroupRequest) chan *kmsg.SyncGroupResp
 	case stPreparingRebalance:
 		return reply(kerr.RebalanceInProgress)
 	case stCompletingRebalance:
-		if m.syncCh != nil {
-			m.syncCh <- &kmsg.SyncGroupResponse{ErrorCode: kerr.RebalanceInProgress.Code, MemberAssignment: []byte{}}
+		if m.sync != nil {
+			answer(s, m.sync, &kmsg.SyncGroupResponse{ErrorCode: kerr.RebalanceInProgress.Code, MemberAssignment: []byte{}})
 		}
-		m.syncCh = out
+		m.sync = out
 		s.removePendingSync(g, m.id)
 		if g.isLeader(m.id) {
 			assignment := map[string][]byte{}
@@ -961,7 +998,7 @@ func (s *shard) classicSync(req *kmsg.SyncGroupRequest) chan *kmsg.SyncGroupResp
 		if a == nil {
 			a = []byte{}
 		}
-		out <- &kmsg.SyncGroupResponse{ProtocolType: g.protocolType, Protocol: g.protocolName, MemberAssignment: a}
+		answer(s, out, &kmsg.SyncGroupResponse{ProtocolType: g.protocolType, Protocol: g.protocolName, MemberAssignment: a})
 		return out
 	}
 	return reply(kerr.UnknownMemberID)
@@ -1072,7 +1109,7 @@ func (s *shard) classicLeave(group string, members []leaveMember) (error, []erro
 func (s *shard) removeCurrentMember(g *classicGroup, id string) {
 	m := g.members[id]
 	s.cancel(heartbeatKey(g.id, id))
-	g.completeJoin(m, &kmsg.JoinGroupResponse{ErrorCode: kerr.UnknownMemberID.Code, Generation: -1})
-	g.completeSync(m, &kmsg.SyncGroupResponse{ErrorCode: kerr.UnknownMemberID.Code})
+	s.answerJoin(m, &kmsg.JoinGroupResponse{ErrorCode: kerr.UnknownMemberID.Code, Generation: -1})
+	s.answerSync(m, &kmsg.SyncGroupResponse{ErrorCode: kerr.UnknownMemberID.Code})
 	g.remove(id)
 }

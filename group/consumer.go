@@ -112,16 +112,21 @@ func (g *consumerGroup) isSubscribedToTopic(topic string) bool {
 // validateOffsetCommit checks a commit against the member (KIP-1251): the
 // current epoch commits anything; an older epoch only partitions the member
 // has owned since at most that epoch; a newer one is STALE_MEMBER_EPOCH.
-// The returned check is per partition (nil: none).
-func (g *consumerGroup) validateOffsetCommit(memberID string, instanceID *string, epoch int32, version int16) (func(id [16]byte, p int32) error, error) {
+// The returned check is per partition (nil: none). txn is set for
+// TxnOffsetCommit, whose pre-KIP-447 form (no member, epoch -1) is
+// accepted as is and which has no minimum version.
+func (g *consumerGroup) validateOffsetCommit(memberID string, instanceID *string, epoch int32, version int16, txn bool) (func(id [16]byte, p int32) error, error) {
 	if epoch < 0 && len(g.members) == 0 {
+		return nil, nil
+	}
+	if txn && epoch == -1 && memberID == "" && instanceID == nil {
 		return nil, nil
 	}
 	m := g.members[memberID]
 	if m == nil {
 		return nil, kerr.UnknownMemberID
 	}
-	if version < 9 {
+	if !txn && version < 9 {
 		return nil, kerr.UnsupportedVersion
 	}
 	switch {
@@ -292,17 +297,6 @@ func (g *consumerGroup) releaseOwnership(m *consumerMember) {
 	}
 }
 
-// apply writes records and replays them into the shard.
-func (s *shard) apply(recs []record) error {
-	if err := s.write(recs); err != nil {
-		return err
-	}
-	for _, r := range recs {
-		s.replay(r.Key, r.Value)
-	}
-	return nil
-}
-
 // ---- timers ----
 
 func sessionKey(g, m string) string   { return "cg-session-" + g + "-" + m }
@@ -389,9 +383,12 @@ func (s *shard) consumerGroupTombstones(g *consumerGroup) []record {
 	return recs
 }
 
-func (s *shard) deleteConsumerGroupRecords(g *consumerGroup) {
-	_ = s.write(s.consumerGroupTombstones(g))
+func (s *shard) deleteConsumerGroupRecords(g *consumerGroup) error {
+	if err := s.write(s.consumerGroupTombstones(g)); err != nil {
+		return err
+	}
 	s.cancelConsumerGroupTimers(g)
+	return nil
 }
 
 // ---- subscriptions ----

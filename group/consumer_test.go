@@ -2,6 +2,7 @@ package group
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,103 +44,105 @@ func parts(r *kmsg.ConsumerGroupHeartbeatResponse) []int32 {
 }
 
 func TestConsumerGroupReconciliation(t *testing.T) {
-	h := newHarness(t)
-	a := h.cgHeartbeat("A", 0, nil, true)
-	wantErr(t, a.ErrorCode, nil)
-	if a.MemberEpoch != 1 || len(parts(a)) != 4 || a.HeartbeatIntervalMillis != 5000 {
-		t.Fatalf("A joined: epoch %d parts %v", a.MemberEpoch, parts(a))
-	}
-	// B joins: the target splits 2/2, but A still owns everything, so B
-	// gets nothing yet.
-	b := h.cgHeartbeat("B", 0, nil, true)
-	wantErr(t, b.ErrorCode, nil)
-	if b.MemberEpoch != 2 || len(parts(b)) != 0 {
-		t.Fatalf("B joined: epoch %d parts %v", b.MemberEpoch, parts(b))
-	}
-	// A must revoke two partitions first: its epoch stays 1.
-	a = h.cgHeartbeat("A", 1, []int32{0, 1, 2, 3}, false)
-	wantErr(t, a.ErrorCode, nil)
-	if a.MemberEpoch != 1 || len(parts(a)) != 2 {
-		t.Fatalf("A revoking: epoch %d parts %v %+v %v", a.MemberEpoch, parts(a), a, kerr.ErrorForCode(a.ErrorCode))
-	}
-	kept := parts(a)
-	lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5})
-	if lg.Groups[0].GroupState != "Reconciling" || lg.Groups[0].GroupType != "consumer" {
-		t.Fatalf("list: %+v", lg.Groups)
-	}
-	// A reports the revocation done: it moves to epoch 2.
-	a = h.cgHeartbeat("A", 1, kept, false)
-	if a.MemberEpoch != 2 {
-		t.Fatalf("A after revoking: epoch %d", a.MemberEpoch)
-	}
-	// B now gets the released partitions.
-	b = h.cgHeartbeat("B", 2, []int32{}, false)
-	if b.MemberEpoch != 2 || len(parts(b)) != 2 {
-		t.Fatalf("B after release: epoch %d parts %v", b.MemberEpoch, parts(b))
-	}
-	d := h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"cg", "nope"}})
-	g := d.Groups[0]
-	if g.State != "Stable" || g.Epoch != 2 || g.AssignmentEpoch != 2 || g.AssignorName != "uniform" || len(g.Members) != 2 {
-		t.Fatalf("describe: %+v", g)
-	}
-	if g.Members[0].Assignment.TopicPartitions[0].Topic != "t" || g.Members[0].MemberType != 1 {
-		t.Fatalf("describe member: %+v", g.Members[0])
-	}
-	wantErr(t, d.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		a := h.cgHeartbeat("A", 0, nil, true)
+		wantErr(t, a.ErrorCode, nil)
+		if a.MemberEpoch != 1 || len(parts(a)) != 4 || a.HeartbeatIntervalMillis != 5000 {
+			t.Fatalf("A joined: epoch %d parts %v", a.MemberEpoch, parts(a))
+		}
+		// B joins: the target splits 2/2, but A still owns everything, so B
+		// gets nothing yet.
+		b := h.cgHeartbeat("B", 0, nil, true)
+		wantErr(t, b.ErrorCode, nil)
+		if b.MemberEpoch != 2 || len(parts(b)) != 0 {
+			t.Fatalf("B joined: epoch %d parts %v", b.MemberEpoch, parts(b))
+		}
+		// A must revoke two partitions first: its epoch stays 1.
+		a = h.cgHeartbeat("A", 1, []int32{0, 1, 2, 3}, false)
+		wantErr(t, a.ErrorCode, nil)
+		if a.MemberEpoch != 1 || len(parts(a)) != 2 {
+			t.Fatalf("A revoking: epoch %d parts %v %+v %v", a.MemberEpoch, parts(a), a, kerr.ErrorForCode(a.ErrorCode))
+		}
+		kept := parts(a)
+		lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5})
+		if lg.Groups[0].GroupState != "Reconciling" || lg.Groups[0].GroupType != "consumer" {
+			t.Fatalf("list: %+v", lg.Groups)
+		}
+		// A reports the revocation done: it moves to epoch 2.
+		a = h.cgHeartbeat("A", 1, kept, false)
+		if a.MemberEpoch != 2 {
+			t.Fatalf("A after revoking: epoch %d", a.MemberEpoch)
+		}
+		// B now gets the released partitions.
+		b = h.cgHeartbeat("B", 2, []int32{}, false)
+		if b.MemberEpoch != 2 || len(parts(b)) != 2 {
+			t.Fatalf("B after release: epoch %d parts %v", b.MemberEpoch, parts(b))
+		}
+		d := h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"cg", "nope"}})
+		g := d.Groups[0]
+		if g.State != "Stable" || g.Epoch != 2 || g.AssignmentEpoch != 2 || g.AssignorName != "uniform" || len(g.Members) != 2 {
+			t.Fatalf("describe: %+v", g)
+		}
+		if g.Members[0].Assignment.TopicPartitions[0].Topic != "t" || g.Members[0].MemberType != 1 {
+			t.Fatalf("describe member: %+v", g.Members[0])
+		}
+		wantErr(t, d.Groups[1].ErrorCode, kerr.GroupIDNotFound)
 
-	// Errors.
-	wantErr(t, h.cgHeartbeat("A", 7, kept, false).ErrorCode, kerr.FencedMemberEpoch)
-	wantErr(t, h.cgHeartbeat("Z", 3, nil, false).ErrorCode, kerr.UnknownMemberID)
-	bad := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	bad.Group, bad.MemberEpoch, bad.RebalanceTimeoutMillis = "cg", 0, 1000
-	if r := h.c.ConsumerGroupHeartbeat(bad, "c", "h"); r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil {
-		t.Fatalf("invalid request: %+v", r)
-	}
+		// Errors.
+		wantErr(t, h.cgHeartbeat("A", 7, kept, false).ErrorCode, kerr.FencedMemberEpoch)
+		wantErr(t, h.cgHeartbeat("Z", 3, nil, false).ErrorCode, kerr.UnknownMemberID)
+		bad := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		bad.Group, bad.MemberEpoch, bad.RebalanceTimeoutMillis = "cg", 0, 1000
+		if r := h.c.ConsumerGroupHeartbeat(bad, "c", "h"); r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil {
+			t.Fatalf("invalid request: %+v", r)
+		}
 
-	// Offsets: the current epoch commits; an older one only for partitions
-	// owned since then; a newer one is stale.
-	commit := func(member string, epoch int32, p int32) int16 {
-		r := commitReq("cg", member, epoch, "t", p, 10)
-		r.Version = 9
-		return h.c.OffsetCommit(r).Topics[0].Partitions[0].ErrorCode
-	}
-	wantErr(t, commit("A", 2, kept[0]), nil)
-	wantErr(t, commit("A", 3, kept[0]), kerr.StaleMemberEpoch)
-	wantErr(t, commit("A", 1, kept[0]), nil)
-	wantErr(t, commit("B", 1, parts(b)[0]), kerr.StaleMemberEpoch)
-	wantErr(t, commit("nobody", 2, 0), kerr.UnknownMemberID)
+		// Offsets: the current epoch commits; an older one only for partitions
+		// owned since then; a newer one is stale.
+		commit := func(member string, epoch int32, p int32) int16 {
+			r := commitReq("cg", member, epoch, "t", p, 10)
+			r.Version = 9
+			return h.c.OffsetCommit(r).Topics[0].Partitions[0].ErrorCode
+		}
+		wantErr(t, commit("A", 2, kept[0]), nil)
+		wantErr(t, commit("A", 3, kept[0]), kerr.StaleMemberEpoch)
+		wantErr(t, commit("A", 1, kept[0]), nil)
+		wantErr(t, commit("B", 1, parts(b)[0]), kerr.StaleMemberEpoch)
+		wantErr(t, commit("nobody", 2, 0), kerr.UnknownMemberID)
 
-	// Reload keeps members and epochs.
-	h.start()
-	b = h.cgHeartbeat("B", 2, parts(b), false)
-	wantErr(t, b.ErrorCode, nil)
-	if b.MemberEpoch != 2 {
-		t.Fatalf("B after reload: %+v", b)
-	}
+		// Reload keeps members and epochs.
+		h.start()
+		b = h.cgHeartbeat("B", 2, parts(b), false)
+		wantErr(t, b.ErrorCode, nil)
+		if b.MemberEpoch != 2 {
+			t.Fatalf("B after reload: %+v", b)
+		}
 
-	// A leaves: B takes everything at the next epoch.
-	a = h.cgHeartbeat("A", -1, nil, false)
-	wantErr(t, a.ErrorCode, nil)
-	if a.MemberEpoch != -1 {
-		t.Fatalf("leave: %+v", a)
-	}
-	b = h.cgHeartbeat("B", 2, parts(b), false)
-	if b.MemberEpoch != 3 || len(parts(b)) != 4 {
-		t.Fatalf("B alone: epoch %d parts %v", b.MemberEpoch, parts(b))
-	}
-	// B stops heartbeating: fenced after the session timeout; the group
-	// is empty and can be deleted.
-	h.clock.Advance(46 * time.Second)
-	d = h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}})
-	if d.Groups[0].State != "Empty" {
-		t.Fatalf("after session timeout: %+v", d.Groups[0])
-	}
-	del := h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"cg"}})
-	wantErr(t, del.Groups[0].ErrorCode, nil)
-	h.start()
-	if lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5}); len(lg.Groups) != 0 {
-		t.Fatalf("deleted group came back: %+v", lg.Groups)
-	}
+		// A leaves: B takes everything at the next epoch.
+		a = h.cgHeartbeat("A", -1, nil, false)
+		wantErr(t, a.ErrorCode, nil)
+		if a.MemberEpoch != -1 {
+			t.Fatalf("leave: %+v", a)
+		}
+		b = h.cgHeartbeat("B", 2, parts(b), false)
+		if b.MemberEpoch != 3 || len(parts(b)) != 4 {
+			t.Fatalf("B alone: epoch %d parts %v", b.MemberEpoch, parts(b))
+		}
+		// B stops heartbeating: fenced after the session timeout; the group
+		// is empty and can be deleted.
+		h.advance(46 * time.Second)
+		d = h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}})
+		if d.Groups[0].State != "Empty" {
+			t.Fatalf("after session timeout: %+v", d.Groups[0])
+		}
+		del := h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"cg"}})
+		wantErr(t, del.Groups[0].ErrorCode, nil)
+		h.start()
+		if lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5}); len(lg.Groups) != 0 {
+			t.Fatalf("deleted group came back: %+v", lg.Groups)
+		}
+	})
 }
 
 func TestAssignors(t *testing.T) {

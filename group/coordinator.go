@@ -16,11 +16,17 @@ import (
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
+// OffsetsTopic is Kafka's internal topic of group metadata and offsets.
+const OffsetsTopic = "__consumer_offsets"
+
 // Config configures a Coordinator. Zero durations and sizes take Kafka's
 // defaults.
 type Config struct {
 	NodeID int32
-	Store  Store
+	// Writer is where the shards keep their records: the partitions of
+	// __consumer_offsets (the replica manager in a broker,
+	// coordinator.MemLog in tests).
+	Writer coordinator.Writer
 	Clock  Clock
 	Logger *zap.Logger
 	// Image returns the current metadata image: the __consumer_offsets
@@ -123,15 +129,16 @@ func (c *Config) defaults() {
 }
 
 // Coordinator is the group coordinator of one node: a shard per
-// __consumer_offsets partition this node leads. See doc.go.
+// __consumer_offsets partition this node leads, each on its own event loop
+// of the coordinator runtime. See doc.go.
 type Coordinator struct {
 	cfg   Config
 	log   *zap.Logger
 	clock Clock
+	rt    *coordinator.Runtime[*shard]
 
-	mu       sync.Mutex
-	shards   map[int32]*shard // guarded by mu
-	creating bool             // a CreateTopics for __consumer_offsets is in flight
+	mu       sync.Mutex // a leaf: topic creation and the retention timer
+	creating bool       // a CreateTopics for __consumer_offsets is in flight
 	closed   bool
 	expiry   Timer
 	wg       sync.WaitGroup
@@ -141,25 +148,25 @@ type Coordinator struct {
 // some.
 func New(cfg Config) *Coordinator {
 	cfg.defaults()
-	c := &Coordinator{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, shards: map[int32]*shard{}}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, clock: cfg.Clock}
+	c.rt = coordinator.New(coordinator.Config[*shard]{
+		Name: "group coordinator", Topic: OffsetsTopic, Writer: cfg.Writer, Clock: cfg.Clock, Logger: cfg.Logger,
+		NewShard: func(ctx *coordinator.Context) *shard { return newShard(c, ctx) },
+	})
 	c.scheduleExpiry()
 	return c
 }
 
-// Close unloads every shard (parked requests answer NOT_COORDINATOR) and
-// stops the timers.
+// Close unloads every partition (parked and waiting requests answer
+// NOT_COORDINATOR) and stops the timers.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	c.closed = true
 	if c.expiry != nil {
 		c.expiry.Stop()
 	}
-	shards := c.shards
-	c.shards = map[int32]*shard{}
 	c.mu.Unlock()
-	for _, s := range shards {
-		s.unload()
-	}
+	c.rt.Close()
 	c.wg.Wait()
 }
 
@@ -252,9 +259,10 @@ func (c *Coordinator) createTopic() {
 }
 
 // OnImage loads the shards of the __consumer_offsets partitions this node
-// now leads and unloads those it no longer leads. Subscribe it to the
-// metadata cache after the replica manager, so a partition is already
-// leader when its shard replays and writes.
+// now leads (or leads at a new leader epoch) and unloads those it no
+// longer leads. Subscribe it to the metadata cache after the replica
+// manager, so a partition is already leader when its shard replays and
+// writes.
 func (c *Coordinator) OnImage(old, img *metadatacache.Image) {
 	if img == nil {
 		return
@@ -270,11 +278,6 @@ func (c *Coordinator) OnImage(old, img *metadatacache.Image) {
 			c.onTopicsDeleted(deleted)
 		}
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
 	want := map[int32]int32{} // partition -> leader epoch
 	if t := img.TopicByName(OffsetsTopic); t != nil {
 		for id, p := range t.Partitions {
@@ -283,118 +286,42 @@ func (c *Coordinator) OnImage(old, img *metadatacache.Image) {
 			}
 		}
 	}
-	var unload, load []*shard
-	for id, s := range c.shards {
-		if e, ok := want[id]; !ok || e != s.epoch || s.failed() {
-			unload = append(unload, s)
-			delete(c.shards, id)
-		}
-	}
-	for id, e := range want {
-		if _, ok := c.shards[id]; ok {
-			continue
-		}
-		s := newShard(c, id, e)
-		c.shards[id] = s
-		load = append(load, s)
-	}
-	c.wg.Add(len(load))
-	c.mu.Unlock()
-	for _, s := range unload {
-		s.unload()
-	}
-	for _, s := range load {
-		go func() {
-			defer c.wg.Done()
-			s.load()
-		}()
-	}
+	c.rt.SetLeaders(want)
 }
 
-// failed reports whether the shard's load failed (it is retried on the
-// next image).
-func (s *shard) failed() bool { return s.loadFailed.Load() }
-
-// onTopicsDeleted removes the committed offsets of deleted topics from
-// every loaded shard (Kafka's onPartitionsDeleted), in the background.
+// onTopicsDeleted removes the committed and pending offsets of deleted
+// topics from every loaded partition (Kafka's onPartitionsDeleted), as an
+// event on each loop.
 func (c *Coordinator) onTopicsDeleted(topics []string) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
+	for _, p := range c.rt.Partitions() {
+		c.rt.Post(p, "delete-topic-offsets", func(s *shard) error {
+			s.deleteTopicOffsets(topics)
+			return nil
+		})
 	}
-	shards := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		shards = append(shards, s)
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		for _, s := range shards {
-			s.mu.Lock()
-			if s.state == shardActive {
-				s.deleteTopicOffsets(topics)
-			}
-			s.mu.Unlock()
-		}
-	}()
 }
 
-// shardOf returns the active shard of a group, or NOT_COORDINATOR /
-// COORDINATOR_LOAD_IN_PROGRESS.
-func (c *Coordinator) shardOf(groupID string) (*shard, error) {
-	p := c.PartitionFor(groupID)
-	c.mu.Lock()
-	s := c.shards[p]
-	c.mu.Unlock()
-	if s == nil {
-		return nil, kerr.NotCoordinator
-	}
-	return s, nil
-}
-
-// with runs fn on the group's shard under the shard lock, once the shard
-// is loaded.
+// with runs fn on the group's partition (Kafka's scheduleWriteOperation):
+// it returns once fn ran and everything written up to then is committed,
+// bounded by offsets.commit.timeout.ms. Errors are fn's, or
+// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and the mapped write and
+// timeout errors.
 func (c *Coordinator) with(groupID string, fn func(s *shard) error) error {
-	s, err := c.shardOf(groupID)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch s.state {
-	case shardLoading:
-		return kerr.CoordinatorLoadInProgress
-	case shardClosed:
-		return kerr.NotCoordinator
-	}
-	return fn(s)
+	return c.run(c.PartitionFor(groupID), fn)
 }
 
-// activeShards returns the loaded shards (for ListGroups).
-func (c *Coordinator) allShards() []*shard {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		out = append(out, s)
+func (c *Coordinator) run(partition int32, fn func(s *shard) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
+	defer cancel()
+	err := c.rt.Run(ctx, partition, fn)
+	if errors.Is(err, kerr.RequestTimedOut) {
+		return appendErr(err)
 	}
-	return out
+	return err
 }
 
-// Loading reports whether any shard is still loading.
-func (c *Coordinator) Loading() bool {
-	for _, s := range c.allShards() {
-		s.mu.Lock()
-		l := s.state == shardLoading
-		s.mu.Unlock()
-		if l {
-			return true
-		}
-	}
-	return false
-}
+// Loading reports whether any partition is still loading.
+func (c *Coordinator) Loading() bool { return c.rt.Loading() }
 
 func (c *Coordinator) scheduleExpiry() {
 	c.mu.Lock()
@@ -408,16 +335,16 @@ func (c *Coordinator) scheduleExpiry() {
 	})
 }
 
-// ExpireOffsets runs one offsets.retention pass on every shard (Kafka's
-// cleanupGroupMetadata): expired offsets get tombstones, and empty groups
-// left without offsets are deleted.
+// ExpireOffsets queues one offsets.retention pass on every loaded
+// partition (Kafka's cleanupGroupMetadata): expired offsets get
+// tombstones, and empty groups left without offsets are deleted.
+// Requests queued after it see its result.
 func (c *Coordinator) ExpireOffsets() {
-	for _, s := range c.allShards() {
-		s.mu.Lock()
-		if s.state == shardActive {
+	for _, p := range c.rt.Partitions() {
+		c.rt.Post(p, "expire-offsets", func(s *shard) error {
 			s.expireOffsets()
-		}
-		s.mu.Unlock()
+			return nil
+		})
 	}
 }
 
@@ -456,9 +383,10 @@ func code(err error) int16 {
 // GroupCoordinator.completeTransaction, called from WriteTxnMarkers). It
 // returns once the marker is committed; errors are kerr errors
 // (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
-//
-// Not built yet: transactional offsets arrive with the coordinator runtime
-// port of this package.
 func (c *Coordinator) CompleteTransaction(ctx context.Context, partition int32, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) error {
-	return kerr.NotCoordinator
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	defer cancel()
+	return c.rt.Run(ctx, partition, func(s *shard) error {
+		return s.completeTxn(producerID, producerEpoch, coordinatorEpoch, commit)
+	})
 }

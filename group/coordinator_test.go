@@ -3,18 +3,20 @@ package group
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/coordinator"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
 type harness struct {
 	t     *testing.T
 	clock *ManualClock
-	store *MemStore
+	log   *coordinator.MemLog
 	cache *metadatacache.Cache
 	c     *Coordinator
 }
@@ -22,7 +24,7 @@ type harness struct {
 var topicT = [16]byte{1, 2, 3}
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, clock: NewManualClock(time.Unix(1_700_000_000, 0)), store: NewMemStore(),
+	h := &harness{t: t, clock: NewManualClock(time.Unix(1_700_000_000, 0)), log: coordinator.NewMemLog(true),
 		cache: metadatacache.NewCache(metadatacache.Config{})}
 	offsetsID := [16]byte{9}
 	recs := []metadatacache.Record{
@@ -48,15 +50,36 @@ func part(topic [16]byte, id int32) *metadatacache.PartitionRecord {
 	return r
 }
 
-// start (re)creates the coordinator on the same store and loads it.
+// start (re)creates the coordinator on the same log and loads it. Tests
+// run in a synctest bubble, so synctest.Wait returns once the partition's
+// loop loaded and waits for work.
 func (h *harness) start() {
 	if h.c != nil {
 		h.c.Close()
 	}
-	h.c = New(Config{NodeID: 1, Store: h.store, Clock: h.clock, Image: h.cache.Image, OffsetsTopicPartitions: 1})
+	h.c = New(Config{NodeID: 1, Writer: h.log, Clock: h.clock, Image: h.cache.Image, OffsetsTopicPartitions: 1})
 	h.c.OnImage(nil, h.cache.Image())
-	h.c.wg.Wait()
+	synctest.Wait()
 	h.t.Cleanup(h.c.Close)
+}
+
+// advance moves the clock by d one timer deadline at a time, waiting
+// after each for the loops to run what the timers queued (and to schedule
+// what follows), so timer chains fire at their own deadlines.
+func (h *harness) advance(d time.Duration) { advanceClock(h.clock, d) }
+
+func advanceClock(clock *ManualClock, d time.Duration) {
+	end := clock.Now().Add(d)
+	for {
+		synctest.Wait()
+		next, ok := clock.Next()
+		if !ok || next.After(end) {
+			break
+		}
+		clock.Advance(max(next.Sub(clock.Now()), 0))
+	}
+	clock.Advance(end.Sub(clock.Now()))
+	synctest.Wait()
 }
 
 func joinReq(group, member string, version int16) *kmsg.JoinGroupRequest {
@@ -89,14 +112,15 @@ func recv[T any](t *testing.T, ch chan T) T {
 	}
 }
 
-// parked reports that nothing arrived on ch: the request is parked. It
-// lets other goroutines run first.
-func parked[T any](t *testing.T, ch chan T) {
+// isParked reports that nothing arrived on ch once every goroutine of the
+// test's bubble is blocked: the request is parked.
+func isParked[T any](t *testing.T, ch chan T) {
 	t.Helper()
+	synctest.Wait()
 	select {
 	case v := <-ch:
 		t.Fatalf("expected the request to park, got %+v", v)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 }
 
@@ -164,135 +188,141 @@ func TestPartitionForMatchesJava(t *testing.T) {
 }
 
 func TestClassicJoinSyncHeartbeat(t *testing.T) {
-	h := newHarness(t)
-	id1, j1 := h.joinNew("g")
-	// Initial rebalance: parked for group.initial.rebalance.delay.ms.
-	parked(t, j1)
-	h.clock.Advance(3 * time.Second)
-	r1 := recv(t, j1)
-	wantErr(t, r1.ErrorCode, nil)
-	if r1.Generation != 1 || r1.LeaderID != id1 || len(r1.Members) != 1 || *r1.Protocol != "range" {
-		t.Fatalf("join: %+v", r1)
-	}
-	s1 := recv(t, h.sync("g", id1, 1, map[string][]byte{id1: []byte("a1")}))
-	wantErr(t, s1.ErrorCode, nil)
-	if string(s1.MemberAssignment) != "a1" {
-		t.Fatalf("assignment %q", s1.MemberAssignment)
-	}
-	wantErr(t, h.heartbeat("g", id1, 1), nil)
-	wantErr(t, h.heartbeat("g", id1, 0), kerr.IllegalGeneration)
-	wantErr(t, h.heartbeat("g", "nobody", 1), kerr.UnknownMemberID)
-	wantErr(t, h.heartbeat("nogroup", id1, 1), kerr.UnknownMemberID)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		id1, j1 := h.joinNew("g")
+		// Initial rebalance: parked for group.initial.rebalance.delay.ms.
+		isParked(t, j1)
+		h.advance(3 * time.Second)
+		r1 := recv(t, j1)
+		wantErr(t, r1.ErrorCode, nil)
+		if r1.Generation != 1 || r1.LeaderID != id1 || len(r1.Members) != 1 || *r1.Protocol != "range" {
+			t.Fatalf("join: %+v", r1)
+		}
+		s1 := recv(t, h.sync("g", id1, 1, map[string][]byte{id1: []byte("a1")}))
+		wantErr(t, s1.ErrorCode, nil)
+		if string(s1.MemberAssignment) != "a1" {
+			t.Fatalf("assignment %q", s1.MemberAssignment)
+		}
+		wantErr(t, h.heartbeat("g", id1, 1), nil)
+		wantErr(t, h.heartbeat("g", id1, 0), kerr.IllegalGeneration)
+		wantErr(t, h.heartbeat("g", "nobody", 1), kerr.UnknownMemberID)
+		wantErr(t, h.heartbeat("nogroup", id1, 1), kerr.UnknownMemberID)
 
-	// A second member: the group rebalances; the first learns through its
-	// heartbeat and rejoins; the join completes without the initial delay.
-	id2, j2 := h.joinNew("g")
-	parked(t, j2)
-	wantErr(t, h.heartbeat("g", id1, 1), kerr.RebalanceInProgress)
-	j1 = h.join(joinReq("g", id1, 5))
-	r1, r2 := recv(t, j1), recv(t, j2)
-	if r1.Generation != 2 || r2.Generation != 2 || r1.LeaderID != id1 || len(r1.Members) != 2 || len(r2.Members) != 0 {
-		t.Fatalf("joins: %+v / %+v", r1, r2)
-	}
-	// The follower parks until the leader syncs.
-	sc2 := h.sync("g", id2, 2, nil)
-	parked(t, sc2)
-	s1 = recv(t, h.sync("g", id1, 2, map[string][]byte{id1: []byte("x"), id2: []byte("y")}))
-	s2 := recv(t, sc2)
-	if string(s1.MemberAssignment) != "x" || string(s2.MemberAssignment) != "y" {
-		t.Fatalf("syncs: %q %q", s1.MemberAssignment, s2.MemberAssignment)
-	}
+		// A second member: the group rebalances; the first learns through its
+		// heartbeat and rejoins; the join completes without the initial delay.
+		id2, j2 := h.joinNew("g")
+		isParked(t, j2)
+		wantErr(t, h.heartbeat("g", id1, 1), kerr.RebalanceInProgress)
+		j1 = h.join(joinReq("g", id1, 5))
+		r1, r2 := recv(t, j1), recv(t, j2)
+		if r1.Generation != 2 || r2.Generation != 2 || r1.LeaderID != id1 || len(r1.Members) != 2 || len(r2.Members) != 0 {
+			t.Fatalf("joins: %+v / %+v", r1, r2)
+		}
+		// The follower parks until the leader syncs.
+		sc2 := h.sync("g", id2, 2, nil)
+		isParked(t, sc2)
+		s1 = recv(t, h.sync("g", id1, 2, map[string][]byte{id1: []byte("x"), id2: []byte("y")}))
+		s2 := recv(t, sc2)
+		if string(s1.MemberAssignment) != "x" || string(s2.MemberAssignment) != "y" {
+			t.Fatalf("syncs: %q %q", s1.MemberAssignment, s2.MemberAssignment)
+		}
 
-	// Member 2 stops heartbeating: after its session timeout it is removed
-	// and member 1 rebalances alone.
-	h.clock.Advance(5 * time.Second)
-	wantErr(t, h.heartbeat("g", id1, 2), nil)
-	h.clock.Advance(6 * time.Second)
-	wantErr(t, h.heartbeat("g", id1, 2), kerr.RebalanceInProgress)
-	r1 = recv(t, h.join(joinReq("g", id1, 5)))
-	if r1.Generation != 3 || len(r1.Members) != 1 {
-		t.Fatalf("after expiry: %+v", r1)
-	}
+		// Member 2 stops heartbeating: after its session timeout it is removed
+		// and member 1 rebalances alone.
+		h.advance(5 * time.Second)
+		wantErr(t, h.heartbeat("g", id1, 2), nil)
+		h.advance(6 * time.Second)
+		wantErr(t, h.heartbeat("g", id1, 2), kerr.RebalanceInProgress)
+		r1 = recv(t, h.join(joinReq("g", id1, 5)))
+		if r1.Generation != 3 || len(r1.Members) != 1 {
+			t.Fatalf("after expiry: %+v", r1)
+		}
 
-	// DescribeGroups while CompletingRebalance: no protocol, no metadata.
-	dg := h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{"g", "missing"}})
-	if g := dg.Groups[0]; g.State != "CompletingRebalance" || g.Protocol != "" || len(g.Members) != 1 {
-		t.Fatalf("describe: %+v", g)
-	}
-	if g := dg.Groups[1]; g.State != "Dead" || g.ErrorCode != 0 {
-		t.Fatalf("describe missing: %+v", g)
-	}
-	dg = h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{"missing"}})
-	wantErr(t, dg.Groups[0].ErrorCode, kerr.GroupIDNotFound)
+		// DescribeGroups while CompletingRebalance: no protocol, no metadata.
+		dg := h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{"g", "missing"}})
+		if g := dg.Groups[0]; g.State != "CompletingRebalance" || g.Protocol != "" || len(g.Members) != 1 {
+			t.Fatalf("describe: %+v", g)
+		}
+		if g := dg.Groups[1]; g.State != "Dead" || g.ErrorCode != 0 {
+			t.Fatalf("describe missing: %+v", g)
+		}
+		dg = h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{"missing"}})
+		wantErr(t, dg.Groups[0].ErrorCode, kerr.GroupIDNotFound)
 
-	// Leaving empties the group; DeleteGroups then works.
-	del := h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"g"}})
-	wantErr(t, del.Groups[0].ErrorCode, kerr.NonEmptyGroup)
-	lr := h.c.LeaveGroup(&kmsg.LeaveGroupRequest{Version: 3, Group: "g", Members: []kmsg.LeaveGroupRequestMember{{MemberID: id1}, {MemberID: "ghost"}}})
-	wantErr(t, lr.ErrorCode, nil)
-	wantErr(t, lr.Members[0].ErrorCode, nil)
-	wantErr(t, lr.Members[1].ErrorCode, kerr.UnknownMemberID)
-	lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5})
-	if len(lg.Groups) != 1 || lg.Groups[0].GroupState != "Empty" || lg.Groups[0].GroupType != "classic" || lg.Groups[0].ProtocolType != "consumer" {
-		t.Fatalf("list: %+v", lg.Groups)
-	}
-	lg = h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5, StatesFilter: []string{"stable"}})
-	if len(lg.Groups) != 0 {
-		t.Fatalf("filtered list: %+v", lg.Groups)
-	}
-	del = h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"g", "g"}})
-	wantErr(t, del.Groups[0].ErrorCode, nil)
-	wantErr(t, del.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+		// Leaving empties the group; DeleteGroups then works.
+		del := h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"g"}})
+		wantErr(t, del.Groups[0].ErrorCode, kerr.NonEmptyGroup)
+		lr := h.c.LeaveGroup(&kmsg.LeaveGroupRequest{Version: 3, Group: "g", Members: []kmsg.LeaveGroupRequestMember{{MemberID: id1}, {MemberID: "ghost"}}})
+		wantErr(t, lr.ErrorCode, nil)
+		wantErr(t, lr.Members[0].ErrorCode, nil)
+		wantErr(t, lr.Members[1].ErrorCode, kerr.UnknownMemberID)
+		lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5})
+		if len(lg.Groups) != 1 || lg.Groups[0].GroupState != "Empty" || lg.Groups[0].GroupType != "classic" || lg.Groups[0].ProtocolType != "consumer" {
+			t.Fatalf("list: %+v", lg.Groups)
+		}
+		lg = h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5, StatesFilter: []string{"stable"}})
+		if len(lg.Groups) != 0 {
+			t.Fatalf("filtered list: %+v", lg.Groups)
+		}
+		del = h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"g", "g"}})
+		wantErr(t, del.Groups[0].ErrorCode, nil)
+		wantErr(t, del.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+	})
 }
 
 func TestClassicJoinErrors(t *testing.T) {
-	h := newHarness(t)
-	r := recv(t, h.join(joinReq("", "", 5)))
-	wantErr(t, r.ErrorCode, kerr.InvalidGroupID)
-	bad := joinReq("g", "", 5)
-	bad.SessionTimeoutMillis = 10
-	wantErr(t, recv(t, h.join(bad)).ErrorCode, kerr.InvalidSessionTimeout)
-	wantErr(t, recv(t, h.join(joinReq("g", "unknown", 5))).ErrorCode, kerr.UnknownMemberID)
-	// v3 joins directly, without MEMBER_ID_REQUIRED.
-	j := h.join(joinReq("g", "", 3))
-	parked(t, j)
-	h.clock.Advance(3 * time.Second)
-	r = recv(t, j)
-	wantErr(t, r.ErrorCode, nil)
-	// A different protocol type does not fit the group.
-	other := joinReq("g", "", 5)
-	other.ProtocolType = "connect"
-	wantErr(t, recv(t, h.join(other)).ErrorCode, kerr.InconsistentGroupProtocol)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		r := recv(t, h.join(joinReq("", "", 5)))
+		wantErr(t, r.ErrorCode, kerr.InvalidGroupID)
+		bad := joinReq("g", "", 5)
+		bad.SessionTimeoutMillis = 10
+		wantErr(t, recv(t, h.join(bad)).ErrorCode, kerr.InvalidSessionTimeout)
+		wantErr(t, recv(t, h.join(joinReq("g", "unknown", 5))).ErrorCode, kerr.UnknownMemberID)
+		// v3 joins directly, without MEMBER_ID_REQUIRED.
+		j := h.join(joinReq("g", "", 3))
+		isParked(t, j)
+		h.advance(3 * time.Second)
+		r = recv(t, j)
+		wantErr(t, r.ErrorCode, nil)
+		// A different protocol type does not fit the group.
+		other := joinReq("g", "", 5)
+		other.ProtocolType = "connect"
+		wantErr(t, recv(t, h.join(other)).ErrorCode, kerr.InconsistentGroupProtocol)
+	})
 }
 
 func TestStaticMemberReplacement(t *testing.T) {
-	h := newHarness(t)
-	inst := "instance-1"
-	req := joinReq("g", "", 5)
-	req.InstanceID = &inst
-	j := h.join(req)
-	parked(t, j)
-	h.clock.Advance(3 * time.Second)
-	r := recv(t, j)
-	wantErr(t, r.ErrorCode, nil)
-	old := r.MemberID
-	recv(t, h.sync("g", old, r.Generation, map[string][]byte{old: []byte("a")}))
-	// The same instance comes back with no member id: it replaces the old
-	// member without a rebalance and keeps the assignment.
-	r2 := recv(t, h.join(req))
-	wantErr(t, r2.ErrorCode, nil)
-	if r2.MemberID == old || r2.Generation != r.Generation {
-		t.Fatalf("rejoin: %+v", r2)
-	}
-	hb := kmsg.NewPtrHeartbeatRequest()
-	hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "g", old, r.Generation, &inst
-	wantErr(t, h.c.Heartbeat(hb).ErrorCode, kerr.FencedInstanceID)
-	hb.MemberID = r2.MemberID
-	wantErr(t, h.c.Heartbeat(hb).ErrorCode, nil)
-	s := recv(t, h.sync("g", r2.MemberID, r2.Generation, nil))
-	if string(s.MemberAssignment) != "a" {
-		t.Fatalf("assignment after replacement: %q", s.MemberAssignment)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		inst := "instance-1"
+		req := joinReq("g", "", 5)
+		req.InstanceID = &inst
+		j := h.join(req)
+		isParked(t, j)
+		h.advance(3 * time.Second)
+		r := recv(t, j)
+		wantErr(t, r.ErrorCode, nil)
+		old := r.MemberID
+		recv(t, h.sync("g", old, r.Generation, map[string][]byte{old: []byte("a")}))
+		// The same instance comes back with no member id: it replaces the old
+		// member without a rebalance and keeps the assignment.
+		r2 := recv(t, h.join(req))
+		wantErr(t, r2.ErrorCode, nil)
+		if r2.MemberID == old || r2.Generation != r.Generation {
+			t.Fatalf("rejoin: %+v", r2)
+		}
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "g", old, r.Generation, &inst
+		wantErr(t, h.c.Heartbeat(hb).ErrorCode, kerr.FencedInstanceID)
+		hb.MemberID = r2.MemberID
+		wantErr(t, h.c.Heartbeat(hb).ErrorCode, nil)
+		s := recv(t, h.sync("g", r2.MemberID, r2.Generation, nil))
+		if string(s.MemberAssignment) != "a" {
+			t.Fatalf("assignment after replacement: %q", s.MemberAssignment)
+		}
+	})
 }
 
 func commitReq(group, member string, gen int32, topic string, part int32, off int64) *kmsg.OffsetCommitRequest {
@@ -328,198 +358,211 @@ func (h *harness) fetch(group string) map[int32]int64 {
 }
 
 func TestOffsetsCommitFetchReloadExpire(t *testing.T) {
-	h := newHarness(t)
-	resp := h.c.OffsetCommit(commitReq("simple", "", -1, "t", 1, 42))
-	wantErr(t, resp.Topics[0].Partitions[0].ErrorCode, nil)
-	wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "nope", 0, 1)).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
-	wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 9, 1)).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
-	wantErr(t, h.c.OffsetCommit(commitReq("", "", -1, "t", 0, 1)).Topics[0].Partitions[0].ErrorCode, kerr.InvalidGroupID)
-	wantErr(t, h.c.OffsetCommit(commitReq("nogroup", "m", 3, "t", 0, 1)).Topics[0].Partitions[0].ErrorCode, kerr.IllegalGeneration)
-	v9 := commitReq("nogroup", "m", 3, "t", 0, 1)
-	v9.Version = 9
-	wantErr(t, h.c.OffsetCommit(v9).Topics[0].Partitions[0].ErrorCode, kerr.GroupIDNotFound)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		resp := h.c.OffsetCommit(commitReq("simple", "", -1, "t", 1, 42))
+		wantErr(t, resp.Topics[0].Partitions[0].ErrorCode, nil)
+		wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "nope", 0, 1)).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 9, 1)).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		wantErr(t, h.c.OffsetCommit(commitReq("", "", -1, "t", 0, 1)).Topics[0].Partitions[0].ErrorCode, kerr.InvalidGroupID)
+		wantErr(t, h.c.OffsetCommit(commitReq("nogroup", "m", 3, "t", 0, 1)).Topics[0].Partitions[0].ErrorCode, kerr.IllegalGeneration)
+		v9 := commitReq("nogroup", "m", 3, "t", 0, 1)
+		v9.Version = 9
+		wantErr(t, h.c.OffsetCommit(v9).Topics[0].Partitions[0].ErrorCode, kerr.GroupIDNotFound)
 
-	if got := h.fetch("simple"); got[1] != 42 || len(got) != 1 {
-		t.Fatalf("fetch: %v", got)
-	}
-	// OffsetFetch v1-7 with explicit partitions: unknown ones are -1.
-	of := kmsg.NewPtrOffsetFetchRequest()
-	of.Version = 5
-	of.Group = "simple"
-	of.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
-	fr := h.c.OffsetFetch(of)
-	if p := fr.Topics[0].Partitions; p[0].Offset != -1 || p[1].Offset != 42 || p[1].LeaderEpoch != 3 || *p[1].Metadata != "meta" {
-		t.Fatalf("fetch v5: %+v", fr.Topics)
-	}
-
-	// A group member's commit needs the right generation.
-	id, j := h.joinNew("g")
-	parked(t, j)
-	h.clock.Advance(3 * time.Second)
-	jr := recv(t, j)
-	wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, kerr.RebalanceInProgress)
-	recv(t, h.sync("g", id, jr.Generation, nil))
-	wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, nil)
-	wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation+1, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, kerr.IllegalGeneration)
-	wantErr(t, h.c.OffsetCommit(commitReq("g", "", -1, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, kerr.UnknownMemberID)
-
-	// OffsetDelete refuses topics the group subscribes to.
-	od := h.c.OffsetDelete(&kmsg.OffsetDeleteRequest{Group: "g", Topics: []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}})
-	wantErr(t, od.ErrorCode, nil)
-	wantErr(t, od.Topics[0].Partitions[0].ErrorCode, kerr.GroupSubscribedToTopic)
-
-	// Reload from the log: offsets and the group come back.
-	h.start()
-	if got := h.fetch("g"); got[0] != 5 {
-		t.Fatalf("after reload: %v", got)
-	}
-	if got := h.fetch("simple"); got[1] != 42 {
-		t.Fatalf("after reload: %v", got)
-	}
-	wantErr(t, h.heartbeat("g", id, jr.Generation), nil)
-
-	// Retention: the simple group's offset expires 7 days after its commit.
-	h.clock.Advance(7*24*time.Hour + time.Minute)
-	h.c.ExpireOffsets()
-	if got := h.fetch("simple"); len(got) != 0 {
-		t.Fatalf("not expired: %v", got)
-	}
-	lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5})
-	for _, g := range lg.Groups {
-		if g.Group == "simple" {
-			t.Fatalf("simple group not deleted: %+v", lg.Groups)
+		if got := h.fetch("simple"); got[1] != 42 || len(got) != 1 {
+			t.Fatalf("fetch: %v", got)
 		}
-	}
+		// OffsetFetch v1-7 with explicit partitions: unknown ones are -1.
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.Version = 5
+		of.Group = "simple"
+		of.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+		fr := h.c.OffsetFetch(of)
+		if p := fr.Topics[0].Partitions; p[0].Offset != -1 || p[1].Offset != 42 || p[1].LeaderEpoch != 3 || *p[1].Metadata != "meta" {
+			t.Fatalf("fetch v5: %+v", fr.Topics)
+		}
+
+		// A group member's commit needs the right generation.
+		id, j := h.joinNew("g")
+		isParked(t, j)
+		h.advance(3 * time.Second)
+		jr := recv(t, j)
+		wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, kerr.RebalanceInProgress)
+		recv(t, h.sync("g", id, jr.Generation, nil))
+		wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, nil)
+		wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation+1, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, kerr.IllegalGeneration)
+		wantErr(t, h.c.OffsetCommit(commitReq("g", "", -1, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, kerr.UnknownMemberID)
+
+		// OffsetDelete refuses topics the group subscribes to.
+		od := h.c.OffsetDelete(&kmsg.OffsetDeleteRequest{Group: "g", Topics: []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}})
+		wantErr(t, od.ErrorCode, nil)
+		wantErr(t, od.Topics[0].Partitions[0].ErrorCode, kerr.GroupSubscribedToTopic)
+
+		// Reload from the log: offsets and the group come back.
+		h.start()
+		if got := h.fetch("g"); got[0] != 5 {
+			t.Fatalf("after reload: %v", got)
+		}
+		if got := h.fetch("simple"); got[1] != 42 {
+			t.Fatalf("after reload: %v", got)
+		}
+		wantErr(t, h.heartbeat("g", id, jr.Generation), nil)
+
+		// Retention: the simple group's offset expires 7 days after its commit.
+		h.advance(7*24*time.Hour + time.Minute)
+		h.c.ExpireOffsets()
+		if got := h.fetch("simple"); len(got) != 0 {
+			t.Fatalf("not expired: %v", got)
+		}
+		lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5})
+		for _, g := range lg.Groups {
+			if g.Group == "simple" {
+				t.Fatalf("simple group not deleted: %+v", lg.Groups)
+			}
+		}
+	})
 }
 
 func TestNotCoordinator(t *testing.T) {
-	h := newHarness(t)
-	h.c.OnImage(nil, metadatacache.EmptyImage(""))
-	wantErr(t, h.heartbeat("g", "m", 1), kerr.NotCoordinator)
-	wantErr(t, recv(t, h.join(joinReq("g", "", 5))).ErrorCode, kerr.NotCoordinator)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.c.OnImage(nil, metadatacache.EmptyImage(""))
+		wantErr(t, h.heartbeat("g", "m", 1), kerr.NotCoordinator)
+		wantErr(t, recv(t, h.join(joinReq("g", "", 5))).ErrorCode, kerr.NotCoordinator)
+	})
 }
 
 func TestDeletedTopicOffsetsRemoved(t *testing.T) {
-	h := newHarness(t)
-	wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 1, 42)).Topics[0].Partitions[0].ErrorCode, nil)
-	old := h.cache.Image()
-	if err := h.cache.Apply(metadatacache.Batch{BaseOffset: old.Offset + 1, LastOffset: old.Offset + 1, Epoch: 1,
-		Records: []metadatacache.Record{&metadatacache.RemoveTopicRecord{TopicID: topicT}}}); err != nil {
-		t.Fatal(err)
-	}
-	h.c.OnImage(old, h.cache.Image())
-	h.c.wg.Wait()
-	if got := h.fetch("simple"); len(got) != 0 {
-		t.Fatalf("offsets of a deleted topic remain: %v", got)
-	}
-	h.start()
-	if got := h.fetch("simple"); len(got) != 0 {
-		t.Fatalf("offsets of a deleted topic came back: %v", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 1, 42)).Topics[0].Partitions[0].ErrorCode, nil)
+		old := h.cache.Image()
+		if err := h.cache.Apply(metadatacache.Batch{BaseOffset: old.Offset + 1, LastOffset: old.Offset + 1, Epoch: 1,
+			Records: []metadatacache.Record{&metadatacache.RemoveTopicRecord{TopicID: topicT}}}); err != nil {
+			t.Fatal(err)
+		}
+		h.c.OnImage(old, h.cache.Image())
+		if got := h.fetch("simple"); len(got) != 0 {
+			t.Fatalf("offsets of a deleted topic remain: %v", got)
+		}
+		h.start()
+		if got := h.fetch("simple"); len(got) != 0 {
+			t.Fatalf("offsets of a deleted topic came back: %v", got)
+		}
+	})
 }
 
 func TestGroupMaxSize(t *testing.T) {
-	h := newHarness(t)
-	h.c.cfg.MaxSize = 1
-	_, j := h.joinNew("g")
-	parked(t, j)
-	h.clock.Advance(3 * time.Second)
-	wantErr(t, recv(t, j).ErrorCode, nil)
-	// A second member does not fit; the pending id is not even handed out
-	// once the group is full.
-	r := recv(t, h.join(joinReq("g", "", 3)))
-	wantErr(t, r.ErrorCode, kerr.GroupMaxSizeReached)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.c.cfg.MaxSize = 1
+		_, j := h.joinNew("g")
+		isParked(t, j)
+		h.advance(3 * time.Second)
+		wantErr(t, recv(t, j).ErrorCode, nil)
+		// A second member does not fit; the pending id is not even handed out
+		// once the group is full.
+		r := recv(t, h.join(joinReq("g", "", 3)))
+		wantErr(t, r.ErrorCode, kerr.GroupMaxSizeReached)
+	})
 }
 
 func TestPendingSyncExpiry(t *testing.T) {
-	h := newHarness(t)
-	id1, j1 := h.joinNew("g")
-	id2, j2 := h.joinNew("g")
-	parked(t, j1)
-	h.clock.Advance(3 * time.Second)
-	r1, r2 := recv(t, j1), recv(t, j2)
-	if r1.Generation != 1 || r2.Generation != 1 {
-		t.Fatalf("joins: %+v %+v", r1, r2)
-	}
-	leader, follower := id1, id2
-	if r1.LeaderID != id1 {
-		leader, follower = id2, id1
-	}
-	// Only the follower syncs; the leader never does. After the rebalance
-	// timeout (20 s) the leader is removed and the group rebalances.
-	sc := h.sync("g", follower, 1, nil)
-	parked(t, sc)
-	h.clock.Advance(21 * time.Second)
-	wantErr(t, recv(t, sc).ErrorCode, kerr.RebalanceInProgress)
-	wantErr(t, h.heartbeat("g", leader, 1), kerr.UnknownMemberID)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		id1, j1 := h.joinNew("g")
+		id2, j2 := h.joinNew("g")
+		isParked(t, j1)
+		h.advance(3 * time.Second)
+		r1, r2 := recv(t, j1), recv(t, j2)
+		if r1.Generation != 1 || r2.Generation != 1 {
+			t.Fatalf("joins: %+v %+v", r1, r2)
+		}
+		leader, follower := id1, id2
+		if r1.LeaderID != id1 {
+			leader, follower = id2, id1
+		}
+		// Only the follower syncs; the leader never does. After the rebalance
+		// timeout (20 s) the leader is removed and the group rebalances.
+		sc := h.sync("g", follower, 1, nil)
+		isParked(t, sc)
+		h.advance(21 * time.Second)
+		wantErr(t, recv(t, sc).ErrorCode, kerr.RebalanceInProgress)
+		wantErr(t, h.heartbeat("g", leader, 1), kerr.UnknownMemberID)
+	})
 }
 
-// blockingStore holds Replay until release is closed.
-type blockingStore struct {
-	*MemStore
+// blockingLog holds Read (the load) until release is closed.
+type blockingLog struct {
+	*coordinator.MemLog
 	release chan struct{}
 }
 
-func (b *blockingStore) Replay(p int32, fn func(k, v []byte)) error {
+func (b *blockingLog) Read(tp coordinator.TopicPartition, fn func(coordinator.Loaded) error) (int64, error) {
 	<-b.release
-	return b.MemStore.Replay(p, fn)
+	return b.MemLog.Read(tp, fn)
 }
 
 func TestLoadInProgress(t *testing.T) {
-	h := newHarness(t)
-	wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 0, 7)).Topics[0].Partitions[0].ErrorCode, nil)
-	h.c.Close()
-	bs := &blockingStore{MemStore: h.store, release: make(chan struct{})}
-	c := New(Config{NodeID: 1, Store: bs, Clock: h.clock, Image: h.cache.Image, OffsetsTopicPartitions: 1})
-	defer c.Close()
-	c.OnImage(nil, h.cache.Image())
-	wantErr(t, c.Heartbeat(&kmsg.HeartbeatRequest{Group: "g", MemberID: "m"}).ErrorCode, kerr.CoordinatorLoadInProgress)
-	wantErr(t, c.ListGroups(&kmsg.ListGroupsRequest{}).ErrorCode, kerr.CoordinatorLoadInProgress)
-	if id, err := c.FindCoordinator("g"); err != nil || id != 1 {
-		t.Fatalf("FindCoordinator while loading: %d %v", id, err)
-	}
-	close(bs.release)
-	c.wg.Wait()
-	h.c = c
-	if got := h.fetch("simple"); got[0] != 7 {
-		t.Fatalf("after load: %v", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		wantErr(t, h.c.OffsetCommit(commitReq("simple", "", -1, "t", 0, 7)).Topics[0].Partitions[0].ErrorCode, nil)
+		h.c.Close()
+		bs := &blockingLog{MemLog: h.log, release: make(chan struct{})}
+		c := New(Config{NodeID: 1, Writer: bs, Clock: h.clock, Image: h.cache.Image, OffsetsTopicPartitions: 1})
+		defer c.Close()
+		c.OnImage(nil, h.cache.Image())
+		wantErr(t, c.Heartbeat(&kmsg.HeartbeatRequest{Group: "g", MemberID: "m"}).ErrorCode, kerr.CoordinatorLoadInProgress)
+		wantErr(t, c.ListGroups(&kmsg.ListGroupsRequest{}).ErrorCode, kerr.CoordinatorLoadInProgress)
+		if id, err := c.FindCoordinator("g"); err != nil || id != 1 {
+			t.Fatalf("FindCoordinator while loading: %d %v", id, err)
+		}
+		close(bs.release)
+		synctest.Wait()
+		h.c = c
+		if got := h.fetch("simple"); got[0] != 7 {
+			t.Fatalf("after load: %v", got)
+		}
+	})
 }
 
 func TestEmptyClassicGroupOffsetsExpire(t *testing.T) {
-	h := newHarness(t)
-	req := joinReq("g", "", 5)
-	req.SessionTimeoutMillis = 1800000
-	r := recv(t, h.join(req))
-	req.MemberID = r.MemberID
-	id, j := r.MemberID, h.join(req)
-	parked(t, j)
-	h.clock.Advance(3 * time.Second)
-	jr := recv(t, j)
-	recv(t, h.sync("g", id, jr.Generation, nil))
-	wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, nil)
-	// While the member is there (Stable, subscribed to t) nothing expires.
-	for i := 0; i < 8*24*3; i++ {
-		h.clock.Advance(20 * time.Minute)
-		wantErr(t, h.heartbeat("g", id, jr.Generation), nil)
-	}
-	h.c.ExpireOffsets()
-	if got := h.fetch("g"); got[0] != 5 {
-		t.Fatalf("expired while subscribed: %v", got)
-	}
-	// The group empties; retention counts from then.
-	h.c.LeaveGroup(&kmsg.LeaveGroupRequest{Group: "g", MemberID: id})
-	h.clock.Advance(6 * 24 * time.Hour)
-	h.c.ExpireOffsets()
-	if got := h.fetch("g"); got[0] != 5 {
-		t.Fatalf("expired too early: %v", got)
-	}
-	h.clock.Advance(25 * time.Hour)
-	h.c.ExpireOffsets()
-	if got := h.fetch("g"); len(got) != 0 {
-		t.Fatalf("not expired: %v", got)
-	}
-	if dg := h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{"g"}}); dg.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Fatalf("empty group without offsets not deleted: %+v", dg.Groups[0])
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		req := joinReq("g", "", 5)
+		req.SessionTimeoutMillis = 1800000
+		r := recv(t, h.join(req))
+		req.MemberID = r.MemberID
+		id, j := r.MemberID, h.join(req)
+		isParked(t, j)
+		h.advance(3 * time.Second)
+		jr := recv(t, j)
+		recv(t, h.sync("g", id, jr.Generation, nil))
+		wantErr(t, h.c.OffsetCommit(commitReq("g", id, jr.Generation, "t", 0, 5)).Topics[0].Partitions[0].ErrorCode, nil)
+		// While the member is there (Stable, subscribed to t) nothing expires.
+		for i := 0; i < 8*24*3; i++ {
+			h.advance(20 * time.Minute)
+			wantErr(t, h.heartbeat("g", id, jr.Generation), nil)
+		}
+		h.c.ExpireOffsets()
+		if got := h.fetch("g"); got[0] != 5 {
+			t.Fatalf("expired while subscribed: %v", got)
+		}
+		// The group empties; retention counts from then.
+		h.c.LeaveGroup(&kmsg.LeaveGroupRequest{Group: "g", MemberID: id})
+		h.advance(6 * 24 * time.Hour)
+		h.c.ExpireOffsets()
+		if got := h.fetch("g"); got[0] != 5 {
+			t.Fatalf("expired too early: %v", got)
+		}
+		h.advance(25 * time.Hour)
+		h.c.ExpireOffsets()
+		if got := h.fetch("g"); len(got) != 0 {
+			t.Fatalf("not expired: %v", got)
+		}
+		if dg := h.c.DescribeGroups(&kmsg.DescribeGroupsRequest{Version: 6, Groups: []string{"g"}}); dg.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+			t.Fatalf("empty group without offsets not deleted: %+v", dg.Groups[0])
+		}
+	})
 }

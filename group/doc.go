@@ -1,15 +1,18 @@
 // Package group is the group coordinator (Kafka's group-coordinator
 // module): consumer groups of the classic protocol (JoinGroup, SyncGroup,
 // Heartbeat, LeaveGroup) and of KIP-848 (ConsumerGroupHeartbeat), and
-// committed offsets, all kept in the internal topic __consumer_offsets.
+// committed offsets, plain and transactional (TxnOffsetCommit), all kept in
+// the internal topic __consumer_offsets. It runs on the coordinator runtime
+// (package coordinator, Kafka's CoordinatorRuntime): one event loop per
+// __consumer_offsets partition this node leads, each owning that
+// partition's shard (Kafka's GroupCoordinatorShard).
 //
-//	broker/08..16,42,47,68,69 ──► Coordinator ──shardOf(group)──► shard (one per
-//	                                 │                            __consumer_offsets
-//	  metadatacache ──OnImage───────►│ load / unload              partition led here)
-//	  controller ◄──CreateTopics─────┘ (first FindCoordinator)       │ write (acks=all,
-//	                                                                 ▼ __admin_client)
-//	                                                     Store ─► ReplicaManager.Produce
-//	                                                     (replay: storage.Log)
+//	broker/08..16,28,42,47,68,69 ─► Coordinator ─rt.Run(partition of group, op)─► event loop ─► shard
+//	WriteTxnMarkers ─CompleteTransaction─┘ │      (one per partition led here)        │ ctx.Append
+//	metadatacache ─OnImage─► rt.SetLeaders: load (replay the log) / unload            ▼
+//	controller ◄─CreateTopics (first FindCoordinator)                        coordinator.Writer
+//	                                                        (replica manager: local append, high
+//	                                                         watermark, log read; KIP-890 verify)
 //
 // # Partitioning and loading
 //
@@ -18,29 +21,58 @@
 // before it exists), so every Kafka tool agrees on the coordinator.
 // FindCoordinator creates the topic through the controller on first use
 // (cleanup.policy=compact) and answers COORDINATOR_NOT_AVAILABLE until a
-// leader exists. When the metadata image makes this node leader of a
-// partition (new leader epoch), a shard is created in state loading and a
-// goroutine replays the partition's log into it (records.go); group APIs
-// answer COORDINATOR_LOAD_IN_PROGRESS meanwhile, then the members'
-// session timers start. Losing leadership unloads the shard: timers stop,
-// parked JoinGroup/SyncGroup calls answer NOT_COORDINATOR, later calls
-// NOT_COORDINATOR.
+// leader exists. OnImage hands the runtime the partitions this node leads
+// and their leader epochs (SetLeaders). A partition newly led (or led at a
+// new epoch) gets a loop that replays its log into a fresh shard
+// (Shard.Replay: records.go, transactional batches and end markers
+// included); group APIs answer COORDINATOR_LOAD_IN_PROGRESS meanwhile,
+// then Shard.Loaded starts the members' session timers. Losing leadership
+// unloads the shard: the runtime stops its timers, Shard.Unloaded answers
+// parked JoinGroup/SyncGroup calls NOT_COORDINATOR, and every operation
+// still queued or waiting for its records to commit, and every later one,
+// answers NOT_COORDINATOR.
 //
 // # Writes
 //
-// Every state change that Kafka persists is written before it is made
-// visible: the handler builds the records (OffsetCommit, GroupMetadata,
-// KIP-848 records), appends them through the replica manager with acks=all
-// as the internal admin client and waits for the high watermark
-// (offsets.commit.timeout.ms), then applies them. Write errors map as
-// Kafka's appendGroupMetadataErrorToResponseError (NOT_LEADER_OR_FOLLOWER
-// -> NOT_COORDINATOR, REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE, ...).
+// Every request runs as an operation on its partition's loop
+// (Coordinator.with -> Runtime.Run, bounded by offsets.commit.timeout.ms).
+// A state change that Kafka persists is written before it is made
+// visible (write-then-apply): the operation builds the records
+// (OffsetCommit, GroupMetadata, KIP-848 records), appends them locally
+// (Context.Append) and changes the state only once the append returned
+// nil, so a failed write leaves nothing to revert. The operation's caller
+// is answered once the high watermark passed everything the partition
+// wrote up to then, so a reply never reports state a leader change could
+// take back; parked JoinGroup/SyncGroup answers are delivered the same way
+// (Context.Defer). Write errors map as Kafka's
+// appendGroupMetadataErrorToResponseError (NOT_LEADER_OR_FOLLOWER ->
+// NOT_COORDINATOR, a commit timeout -> COORDINATOR_NOT_AVAILABLE, ...).
 // Replaying the log rebuilds the same state; tombstones delete offsets and
-// groups. The retention pass (offsets.retention.check.interval.ms) writes
-// tombstones for offsets older than offsets.retention.minutes (counted from
-// when a classic group became Empty, or from the commit for simple groups
-// and topics a group no longer subscribes to) and deletes empty groups left
-// without offsets.
+// groups. The retention pass (offsets.retention.check.interval.ms, an
+// event posted to every loaded partition) writes tombstones for offsets
+// older than offsets.retention.minutes (counted from when a classic group
+// became Empty, or from the commit for simple groups and topics a group no
+// longer subscribes to) and deletes empty groups left without offsets;
+// deleted topics lose their offsets the same way.
+//
+// # Transactional offsets (offsets.go)
+//
+// TxnOffsetCommit first verifies the producer's transaction with its
+// transaction coordinator (Writer.VerifyTransaction, KIP-890; from v5 the
+// verification adds the partition to the transaction), then writes the
+// offsets as one transactional batch of the producer. They are pending,
+// kept per producer id and invisible to OffsetFetch, until the
+// transaction coordinator's end marker: WriteTxnMarkers calls
+// CompleteTransaction, which appends the COMMIT or ABORT marker to the
+// partition and then makes the producer's pending offsets the committed
+// ones (a later plain commit of the same partition wins, by log offset) or
+// drops them; it returns once the marker is committed. OffsetFetch with
+// require_stable answers UNSTABLE_OFFSET_COMMIT for partitions with pending
+// offsets. An offset tombstone (OffsetDelete, DeleteGroups, deleted
+// topics) drops pending offsets of its partition too; DeleteGroups writes
+// tombstones for partitions only a transaction has an offset for; the
+// retention pass keeps offsets a transaction is about to replace, and
+// groups with open transactions.
 //
 // # Classic group state machine (ClassicGroupState)
 //
@@ -90,8 +122,6 @@
 //   - Classic-protocol members cannot join a non-empty KIP-848 group (no
 //     online migration, group.consumer.migration.policy): JoinGroup answers
 //     INCONSISTENT_GROUP_PROTOCOL. Empty groups are converted both ways.
-//   - No transactional offsets (TxnOffsetCommit): require_stable never
-//     waits, and FindCoordinator has no transaction coordinator.
 //   - KIP-848 subscription metadata is recomputed from the image instead of
 //     being persisted (no metadataHash / ConsumerGroupPartitionMetadata), and
 //     KIP-1251 assignment epochs live in memory only (after a reload a
@@ -99,18 +129,26 @@
 //   - OffsetCommitValue is written at v3 (v1 with an expire timestamp), not
 //     v4 with the topic id tag; every version is readable by Kafka's tools.
 //   - Each write is its own append (no append linger batching).
+//   - Every reply waits until the high watermark passed everything the
+//     partition wrote before it, reads included (Kafka answers reads from a
+//     snapshot at the last committed offset, and parked JoinGroup answers
+//     at once).
+//   - Heartbeat while the partition loads answers
+//     COORDINATOR_LOAD_IN_PROGRESS (Kafka answers NONE).
+//   - A failed write of a classic group's state (static member
+//     replacement, the empty group record of a join phase) is not reverted
+//     in memory as Kafka's timeline snapshots revert it.
 //
 // # Locks
 //
-//	Coordinator.mu (shard map, topic creation)  →  shard.mu (all of one
-//	partition's groups, offsets and timers)
-//
-// Coordinator.mu is never held while waiting on a shard: requests look the
-// shard up, release Coordinator.mu, then lock the shard. Everything a shard
-// does — requests, timer callbacks (Clock.AfterFunc, which re-take shard.mu
-// and check the timer is still current), log writes — runs under shard.mu,
-// so a partition's groups change one operation at a time, as in Kafka's
-// single-threaded coordinator shards. Parked JoinGroup/SyncGroup requests
-// wait on one-slot channels outside every lock. The metadata callback
-// (OnImage) takes Coordinator.mu only; loading runs in its own goroutine.
+// Shards have no lock: everything a shard owns — groups, offsets, pending
+// transactional offsets, timers (Context.Schedule) — is touched only from
+// its partition's event loop, so a partition's groups change one
+// operation at a time, as in Kafka's single-threaded coordinator shards.
+// No lock is held while a write replicates: the loop appends locally and
+// goes on; callers wait on channels. Coordinator.mu (topic creation, the
+// retention timer) is a leaf; the runtime's locks are leaves too
+// (coordinator/doc.go). Request goroutines hold nothing while they wait
+// for a commit or a parked answer. The metadata callback (OnImage) only
+// calls Runtime.SetLeaders and posts events.
 package group

@@ -1,18 +1,38 @@
 package group
 
+// Committed offsets (Kafka's OffsetMetadataManager): OffsetCommit,
+// TxnOffsetCommit and the end-transaction markers, OffsetFetch,
+// OffsetDelete, retention and deleted topics.
+
 import (
-	"sort"
+	"errors"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/coordinator"
 )
 
-// commitTarget validates an OffsetCommit against the group
-// (OffsetMetadataManager.validateOffsetCommit and the groups'
-// validateOffsetCommit). It may create a simple classic group.
-func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) (func(topic string, p int32) error, error) {
-	if cg := s.cgs[req.Group]; cg != nil {
-		check, err := cg.validateOffsetCommit(req.MemberID, req.InstanceID, req.Generation, req.Version)
+// commitRequest is what validating an OffsetCommit or a TxnOffsetCommit
+// needs of it.
+type commitRequest struct {
+	group, memberID string
+	instanceID      *string
+	generation      int32 // generation id, or KIP-848 member epoch
+	version         int16
+	txn             bool // TxnOffsetCommit
+}
+
+// validateCommit validates a commit against the group
+// (OffsetMetadataManager.validateOffsetCommit and
+// validateTransactionalOffsetCommit, and the groups' validateOffsetCommit).
+// It may create a simple classic group. The returned check is per
+// partition (nil: none).
+func (s *shard) validateCommit(cr commitRequest) (func(topic string, p int32) error, error) {
+	if cg := s.cgs[cr.group]; cg != nil {
+		check, err := cg.validateOffsetCommit(cr.memberID, cr.instanceID, cr.generation, cr.version, cr.txn)
 		if check == nil || err != nil {
 			return nil, err
 		}
@@ -25,45 +45,52 @@ func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) (func(topic 
 			return check(t.ID, p)
 		}, nil
 	}
-	err := s.validateClassicOffsetCommit(req)
-	return nil, err
+	return nil, s.validateClassicOffsetCommit(cr)
 }
 
-func (s *shard) validateClassicOffsetCommit(req *kmsg.OffsetCommitRequest) error {
-	g := s.groups[req.Group]
+func (s *shard) validateClassicOffsetCommit(cr commitRequest) error {
+	g := s.groups[cr.group]
 	if g == nil {
-		if req.Generation >= 0 {
-			if req.Version >= 9 {
+		if cr.generation >= 0 {
+			// OffsetCommit v9+ and TxnOffsetCommit v6+ say so; older
+			// versions keep ILLEGAL_GENERATION.
+			if !cr.txn && cr.version >= 9 || cr.txn && cr.version >= 6 {
 				return kerr.GroupIDNotFound
 			}
 			return kerr.IllegalGeneration
 		}
 		// A simple group: offsets committed without group management.
-		g = newClassicGroup(req.Group, s.nowMs())
-		s.groups[req.Group] = g
+		g = newClassicGroup(cr.group, s.nowMs())
+		s.groups[cr.group] = g
 	}
 	if g.state == stDead {
 		return kerr.CoordinatorNotAvailable
 	}
-	if req.Generation < 0 && g.state == stEmpty {
+	if cr.generation < 0 && g.state == stEmpty {
 		return nil
 	}
-	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
-		if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
+	if cr.generation >= 0 || cr.memberID != "" || cr.instanceID != nil {
+		if err := g.validateMember(cr.memberID, cr.instanceID); err != nil {
 			return err
 		}
-		if req.Generation != g.generation {
+		if cr.generation != g.generation {
 			return kerr.IllegalGeneration
 		}
-	} else if g.state != stEmpty {
+	} else if !cr.txn && g.state != stEmpty {
+		// Commits without member and generation are accepted only while
+		// the group is empty; TxnOffsetCommit before v3 has neither.
 		return kerr.UnknownMemberID
+	}
+	if cr.txn {
+		// The group state is not enforced for transactional commits.
+		return nil
 	}
 	if g.state == stCompletingRebalance {
 		return kerr.RebalanceInProgress
 	}
 	// Commits keep a classic member's session alive.
 	if g.state == stStable || g.state == stPreparingRebalance {
-		if m := g.members[req.MemberID]; m != nil {
+		if m := g.members[cr.memberID]; m != nil {
 			s.scheduleHeartbeat(g, m, m.sessionTimeout)
 		}
 	}
@@ -83,7 +110,8 @@ func (s *shard) commitOffsets(req *kmsg.OffsetCommitRequest, valid func(topic st
 			}
 		}
 	}
-	check, err := s.validateOffsetCommit(req)
+	check, err := s.validateCommit(commitRequest{group: req.Group, memberID: req.MemberID, instanceID: req.InstanceID,
+		generation: req.Generation, version: req.Version})
 	if err != nil {
 		fillAll(err)
 		return
@@ -93,13 +121,7 @@ func (s *shard) commitOffsets(req *kmsg.OffsetCommitRequest, valid func(topic st
 	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
 		expire = now + req.RetentionTimeMillis
 	}
-	type pending struct {
-		topic string
-		part  int32
-		o     offsetEntry
-	}
 	var recs []record
-	var todo []pending
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
 			rp := &resp.Topics[i].Partitions[j]
@@ -124,43 +146,126 @@ func (s *shard) commitOffsets(req *kmsg.OffsetCommitRequest, valid func(topic st
 				o.metadata = *p.Metadata
 			}
 			recs = append(recs, offsetCommitRecord(req.Group, t.Topic, p.Partition, o))
-			todo = append(todo, pending{t.Topic, p.Partition, o})
 		}
 	}
-	if err := s.write(recs); err != nil {
+	if err := s.apply(recs); err != nil {
 		fillAll(err)
-		return
-	}
-	for _, p := range todo {
-		s.setOffset(req.Group, p.topic, p.part, p.o)
 	}
 }
 
-// fetchOffsets answers one group of an OffsetFetch. topics nil means all.
-func (s *shard) fetchOffsets(group string, memberID *string, memberEpoch int32, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]kmsg.OffsetFetchResponseGroupTopic, error) {
+// commitTxnOffsets handles the partitions of a TxnOffsetCommit that passed
+// the topic checks (OffsetMetadataManager.commitTransactionalOffset): the
+// offsets are written as one transactional batch of the producer, with
+// the verification guard the transaction coordinator gave, and stay
+// pending until the transaction's end marker.
+func (s *shard) commitTxnOffsets(req *kmsg.TxnOffsetCommitRequest, guard any, resp *kmsg.TxnOffsetCommitResponse) {
+	// Before v6 a stale member epoch is reported as ILLEGAL_GENERATION,
+	// which older clients handle.
+	stale := func(err error) error {
+		if req.Version < 6 && errors.Is(err, kerr.StaleMemberEpoch) {
+			return kerr.IllegalGeneration
+		}
+		return err
+	}
+	fillAll := func(err error) {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if p := &resp.Topics[i].Partitions[j]; p.ErrorCode == 0 {
+					p.ErrorCode = code(err)
+				}
+			}
+		}
+	}
+	check, err := s.validateCommit(commitRequest{group: req.Group, memberID: req.MemberID, instanceID: req.InstanceID,
+		generation: req.Generation, version: req.Version, txn: true})
+	if err != nil {
+		fillAll(stale(err))
+		return
+	}
+	now := s.nowMs()
+	var recs []record
+	for i, t := range req.Topics {
+		topic := resp.Topics[i].Topic // resolved from the topic id on v6+
+		for j, p := range t.Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			if rp.ErrorCode != 0 {
+				continue
+			}
+			if p.Metadata != nil && len(*p.Metadata) > s.c.cfg.OffsetMetadataMaxBytes {
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			if check != nil {
+				if err := check(topic, p.Partition); err != nil {
+					rp.ErrorCode = code(stale(err))
+					continue
+				}
+			}
+			o := offsetEntry{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTs: now, expireTs: -1}
+			if req.Version < 2 {
+				o.leaderEpoch = -1
+			}
+			if p.Metadata != nil {
+				o.metadata = *p.Metadata
+			}
+			recs = append(recs, offsetCommitRecord(req.Group, topic, p.Partition, o))
+		}
+	}
+	if len(recs) == 0 {
+		return
+	}
+	if err := s.append(coordinator.Batch{Records: recs, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
+		Transactional: true, Guard: guard}); err != nil {
+		fillAll(err)
+		return
+	}
+	base := s.firstOffset(len(recs))
+	for i, r := range recs {
+		s.replay(base+int64(i), req.ProducerID, r.Key, r.Value)
+	}
+}
+
+// completeTxn writes a producer's end-transaction marker and then commits
+// or drops its pending offsets (the runtime's transaction completion and
+// replayEndTransactionMarker). Write errors are returned as they are: the
+// WriteTxnMarkers handler maps them.
+func (s *shard) completeTxn(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) error {
+	if err := s.ctx.Append(coordinator.Batch{Marker: &coordinator.Marker{Commit: commit, CoordinatorEpoch: coordinatorEpoch},
+		ProducerID: producerID, ProducerEpoch: producerEpoch}); err != nil {
+		return err
+	}
+	s.replayEndTxn(producerID, commit)
+	return nil
+}
+
+// fetchOffsets answers one group of an OffsetFetch. all means every
+// partition the group has committed offsets for. With requireStable
+// (v7+), partitions an ongoing transaction holds an offset for answer
+// UNSTABLE_OFFSET_COMMIT; otherwise pending transactional offsets are not
+// visible, the committed ones are.
+func (s *shard) fetchOffsets(group string, memberID *string, memberEpoch int32, topics []kmsg.OffsetFetchRequestTopic, all, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, error) {
 	if cg := s.cgs[group]; cg != nil {
 		if err := cg.validateOffsetFetch(memberID, memberEpoch); err != nil {
 			return nil, err
 		}
 	}
 	offs := s.offsets[group]
+	part := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		if requireStable && s.hasPendingOffset(group, topic, p) {
+			rp := fetched(p, offsetEntry{}, false)
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			return rp
+		}
+		o, ok := offs[topic][p]
+		return fetched(p, o, ok)
+	}
 	var out []kmsg.OffsetFetchResponseGroupTopic
 	if all {
-		names := make([]string, 0, len(offs))
-		for t := range offs {
-			names = append(names, t)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(offs)) {
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
 			rt.Topic = name
-			parts := make([]int32, 0, len(offs[name]))
-			for p := range offs[name] {
-				parts = append(parts, p)
-			}
-			sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
-			for _, p := range parts {
-				rt.Partitions = append(rt.Partitions, fetched(p, offs[name][p], true))
+			for _, p := range slices.Sorted(maps.Keys(offs[name])) {
+				rt.Partitions = append(rt.Partitions, part(name, p))
 			}
 			out = append(out, rt)
 		}
@@ -170,8 +275,7 @@ func (s *shard) fetchOffsets(group string, memberID *string, memberEpoch int32, 
 		rt := kmsg.NewOffsetFetchResponseGroupTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			o, ok := offs[t.Topic][p]
-			rt.Partitions = append(rt.Partitions, fetched(p, o, ok))
+			rt.Partitions = append(rt.Partitions, part(t.Topic, p))
 		}
 		out = append(out, rt)
 	}
@@ -192,7 +296,9 @@ func fetched(p int32, o offsetEntry, ok bool) kmsg.OffsetFetchResponseGroupTopic
 	return rp
 }
 
-// deleteOffsets handles OffsetDelete for topics that exist.
+// deleteOffsets handles OffsetDelete for topics that exist. A partition
+// gets a tombstone if it has a committed offset or a pending
+// transactional one (the tombstone drops both).
 func (s *shard) deleteOffsets(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDeleteResponse, valid func(string, int32) bool) error {
 	var subscribed func(string) bool
 	switch {
@@ -213,12 +319,7 @@ func (s *shard) deleteOffsets(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDe
 	default:
 		return kerr.GroupIDNotFound
 	}
-	type del struct {
-		topic string
-		part  int32
-	}
 	var recs []record
-	var dels []del
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
 		isSub := subscribed(t.Topic)
@@ -231,22 +332,18 @@ func (s *shard) deleteOffsets(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDe
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 				continue
 			}
-			if s.hasOffset(req.Group, t.Topic, p.Partition) {
+			if s.hasOffset(req.Group, t.Topic, p.Partition) || s.hasPendingOffset(req.Group, t.Topic, p.Partition) {
 				recs = append(recs, record{Key: offsetCommitKey(req.Group, t.Topic, p.Partition)})
-				dels = append(dels, del{t.Topic, p.Partition})
 			}
 		}
 	}
-	if err := s.write(recs); err != nil {
-		return err
-	}
-	for _, d := range dels {
-		s.deleteOffset(req.Group, d.topic, d.part)
-	}
-	return nil
+	return s.apply(recs)
 }
 
-// expireOffsets is one retention pass (cleanupGroupMetadata).
+// expireOffsets is one retention pass (cleanupGroupMetadata): expired
+// offsets get tombstones, except for partitions an ongoing transaction
+// holds an offset for, and empty groups left without offsets and without
+// open transactions are deleted.
 func (s *shard) expireOffsets() {
 	now := s.nowMs()
 	retention := s.c.cfg.OffsetsRetention.Milliseconds()
@@ -260,20 +357,21 @@ func (s *shard) expireOffsets() {
 	for id := range s.cgs {
 		groupIDs[id] = true
 	}
-	for id := range groupIDs {
+	for _, id := range slices.Sorted(maps.Keys(groupIDs)) {
 		var recs []record
-		var expired [][2]any
 		allExpired := true
 		base, subscribed, ok := s.expirationCondition(id)
 		if !ok {
 			continue
 		}
-		for topic, parts := range s.offsets[id] {
+		for _, topic := range slices.Sorted(maps.Keys(s.offsets[id])) {
+			parts := s.offsets[id][topic]
 			if subscribed(topic) {
 				allExpired = false
 				continue
 			}
-			for p, o := range parts {
+			for _, p := range slices.Sorted(maps.Keys(parts)) {
+				o := parts[p]
 				var isExpired bool
 				if o.expireTs >= 0 {
 					isExpired = now >= o.expireTs
@@ -284,20 +382,20 @@ func (s *shard) expireOffsets() {
 					}
 					isExpired = now-b >= retention
 				}
-				if isExpired {
+				if isExpired && !s.hasPendingOffset(id, topic, p) {
 					recs = append(recs, record{Key: offsetCommitKey(id, topic, p)})
-					expired = append(expired, [2]any{topic, p})
 				} else {
 					allExpired = false
 				}
 			}
 		}
+		g, cg := s.groups[id], s.cgs[id]
 		deleteGroup := false
-		if allExpired {
-			if g := s.groups[id]; g != nil && g.state == stEmpty {
+		if allExpired && len(s.openTxns[id]) == 0 { // no group deletion while transactions are open
+			if g != nil && g.state == stEmpty {
 				deleteGroup = true
 				recs = append(recs, record{Key: groupMetadataKey(id)})
-			} else if cg := s.cgs[id]; cg != nil && cg.isEmpty() {
+			} else if cg != nil && cg.isEmpty() {
 				deleteGroup = true
 				recs = append(recs, s.consumerGroupTombstones(cg)...)
 			}
@@ -305,18 +403,11 @@ func (s *shard) expireOffsets() {
 		if len(recs) == 0 {
 			continue
 		}
-		if err := s.write(recs); err != nil {
+		if err := s.apply(recs); err != nil {
 			return
 		}
-		for _, e := range expired {
-			s.deleteOffset(id, e[0].(string), e[1].(int32))
-		}
-		if deleteGroup {
-			if g := s.groups[id]; g != nil {
-				g.transition(stDead, now)
-			}
-			delete(s.groups, id)
-			delete(s.cgs, id)
+		if deleteGroup && g != nil {
+			g.transition(stDead, now)
 		}
 	}
 }
@@ -344,26 +435,30 @@ func (s *shard) expirationCondition(id string) (base int64, subscribed func(stri
 	return 0, nil, false
 }
 
-// deleteTopicOffsets writes tombstones for every offset of the topics.
+// deleteTopicOffsets writes tombstones for every committed or pending
+// offset of the topics (onPartitionsDeleted).
 func (s *shard) deleteTopicOffsets(topics []string) {
-	type del struct {
+	type key struct {
 		group, topic string
 		part         int32
 	}
+	seen := map[key]bool{}
 	var recs []record
-	var dels []del
-	for g, byTopic := range s.offsets {
-		for _, t := range topics {
-			for p := range byTopic[t] {
-				recs = append(recs, record{Key: offsetCommitKey(g, t, p)})
-				dels = append(dels, del{g, t, p})
+	add := func(m offsetMap) {
+		for _, g := range slices.Sorted(maps.Keys(m)) {
+			for _, t := range topics {
+				for _, p := range slices.Sorted(maps.Keys(m[g][t])) {
+					if k := (key{g, t, p}); !seen[k] {
+						seen[k] = true
+						recs = append(recs, record{Key: offsetCommitKey(g, t, p)})
+					}
+				}
 			}
 		}
 	}
-	if err := s.write(recs); err != nil {
-		return
+	add(s.offsets)
+	for _, pid := range slices.Sorted(maps.Keys(s.pending)) {
+		add(s.pending[pid])
 	}
-	for _, d := range dels {
-		s.deleteOffset(d.group, d.topic, d.part)
-	}
+	_ = s.apply(recs)
 }

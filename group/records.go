@@ -18,16 +18,15 @@ package group
 
 import (
 	"encoding/binary"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/coordinator"
 )
 
 // record is one key/value pair to write; Value nil is a tombstone.
-type record struct {
-	Key, Value []byte
-}
+type record = coordinator.Record
 
 func offsetCommitKey(group, topic string, partition int32) []byte {
 	k := kmsg.OffsetCommitKey{Version: 1, Group: group, Topic: topic, Partition: partition}
@@ -100,8 +99,6 @@ type topicParts struct {
 	id    [16]byte
 	parts []int32
 }
-
-var errShortValue = errors.New("truncated record value")
 
 // fr reads a flexible value (after its version).
 type fr struct {

@@ -9,14 +9,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/coordinator"
 )
 
 // fuzzShard is a loading shard of a coordinator that is never started: enough
 // for replay, which is what reads __consumer_offsets records back.
 func fuzzShard() *shard {
 	clk := NewManualClock(time.Unix(1_700_000_000, 0))
-	c := &Coordinator{cfg: Config{Clock: clk}, log: zap.NewNop(), clock: clk, shards: map[int32]*shard{}}
-	return newShard(c, 0, 0)
+	c := &Coordinator{cfg: Config{Clock: clk}, log: zap.NewNop(), clock: clk}
+	return newShard(c, nil)
 }
 
 func fuzzRecords() []record {
@@ -74,12 +76,12 @@ func FuzzReplayRecord(f *testing.F) {
 		}
 		full := fuzzShard()
 		for _, r := range fuzzRecords() {
-			full.replay(r.Key, r.Value)
+			full.replay(0, coordinator.NoProducer, r.Key, r.Value)
 		}
-		full.replay(k, v)
+		full.replay(0, coordinator.NoProducer, k, v)
 
 		s := fuzzShard()
-		s.replay(k, v)
+		s.replay(0, coordinator.NoProducer, k, v)
 		if tombstone || len(k) < 2 {
 			return
 		}
@@ -98,7 +100,7 @@ func FuzzReplayRecord(f *testing.F) {
 				o.expireTs = -1 // a negative expire timestamp is none
 			}
 			r := offsetCommitRecord(key.Group, key.Topic, key.Partition, o)
-			s2.replay(r.Key, r.Value)
+			s2.replay(0, coordinator.NoProducer, r.Key, r.Value)
 			if o2 := s2.offsets[key.Group][key.Topic][key.Partition]; o2 != o {
 				t.Fatalf("offset commit round trip: %+v != %+v", o, o2)
 			}
@@ -116,7 +118,7 @@ func FuzzReplayRecord(f *testing.F) {
 				assignment[id] = m.assignment
 			}
 			r := g.record(assignment, 0)
-			s2.replay(r.Key, r.Value)
+			s2.replay(0, coordinator.NoProducer, r.Key, r.Value)
 			g2 := s2.groups[key.Group]
 			if g2 == nil || g2.generation != g.generation || !reflect.DeepEqual(g2.protocolName, g.protocolName) ||
 				!reflect.DeepEqual(g2.leader, g.leader) || len(g2.members) != len(g.members) {
@@ -142,7 +144,7 @@ func FuzzReplayRecord(f *testing.F) {
 			} else {
 				r = targetMetadataRecord(gid, g.assignmentEpoch)
 			}
-			s2.replay(r.Key, r.Value)
+			s2.replay(0, coordinator.NoProducer, r.Key, r.Value)
 			if g2 := s2.cgs[gid]; g2 == nil || g2.epoch != g.epoch || g2.assignmentEpoch != g.assignmentEpoch {
 				t.Fatalf("consumer group epoch round trip")
 			}
@@ -154,7 +156,7 @@ func FuzzReplayRecord(f *testing.F) {
 			g := s.cgs[gid]
 			if ver == keyConsumerGroupTargetMember {
 				r := targetMemberRecord(gid, mid, g.target[mid])
-				s2.replay(r.Key, r.Value)
+				s2.replay(0, coordinator.NoProducer, r.Key, r.Value)
 				if !s2.cgs[gid].target[mid].equal(g.target[mid]) {
 					t.Fatalf("target assignment round trip: %v != %v", g.target[mid], s2.cgs[gid].target[mid])
 				}
@@ -170,7 +172,7 @@ func FuzzReplayRecord(f *testing.F) {
 			} else {
 				r = currentAssignmentRecord(gid, m)
 			}
-			s2.replay(r.Key, r.Value)
+			s2.replay(0, coordinator.NoProducer, r.Key, r.Value)
 			m2 := s2.cgs[gid].members[mid]
 			if ver == keyConsumerGroupMemberMetadata {
 				if !reflect.DeepEqual(m2.instanceID, m.instanceID) || !reflect.DeepEqual(m2.rackID, m.rackID) ||

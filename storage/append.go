@@ -129,6 +129,9 @@ func (l *Log) validate(records []byte, cfg Config, origin AppendOrigin, leader b
 			if h.IsControl() && origin == OriginClient {
 				return errInvalid("clients are not allowed to write control records")
 			}
+			// Sequences are the client's (LogValidator.validateBatch checks
+			// them for client batches only): a coordinator's transactional
+			// batch carries RecordBatch.NO_SEQUENCE.
 			if origin == OriginClient && h.HasProducerID() && h.BaseSequence < 0 && !h.IsControl() {
 				return errInvalid("invalid sequence number %d in record batch with producer id %d", h.BaseSequence, h.ProducerID)
 			}

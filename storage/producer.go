@@ -79,7 +79,8 @@ func (e *producerEntry) maybeUpdateEpoch(epoch int16) {
 }
 
 func (e *producerEntry) findDuplicate(h BatchHeader) (batchMetadata, bool) {
-	if h.ProducerEpoch != e.epoch {
+	// A batch without a sequence (a coordinator's) is never a retry.
+	if h.ProducerEpoch != e.epoch || h.BaseSequence == NoSequence {
 		return batchMetadata{}, false
 	}
 	for _, b := range e.batches {

@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
@@ -94,5 +97,34 @@ func TestEndTxnMarkerRoundTrip(t *testing.T) {
 		if typ, ok := controlType(h, b); !ok || (typ == ControlCommit) != commit {
 			t.Fatalf("controlType %d", typ)
 		}
+	}
+}
+
+// TestCoordinatorTransactionalBatchesWithoutSequence: a coordinator writes
+// transactional batches of a producer with RecordBatch.NO_SEQUENCE (the
+// group coordinator's TxnOffsetCommit records), one after another in the
+// same epoch: none is refused, none is taken for a retry of another, and
+// the markers close the transactions. Client batches still need one.
+func TestCoordinatorTransactionalBatchesWithoutSequence(t *testing.T) {
+	clk := newClock()
+	l := openTest(t, vfs.NewMemFS(), clk, smallCfg())
+	ts := clk.Ms()
+	for i := range 3 {
+		info, err := l.AppendAsLeader(txnBatch(ts, 1, 7, NoSequence), 0) // origin coordinator
+		if err != nil || info.Duplicate || info.FirstOffset != int64(2*i) {
+			t.Fatalf("batch %d: %+v %v", i, info, err)
+		}
+		if _, err := l.AppendAsLeader(marker(ts, 7, ControlCommit), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Completed transactions hold the last stable offset back until the
+	// high watermark passes their markers.
+	l.UpdateHighWatermark(l.LogEndOffset())
+	if fuo := l.FirstUnstableOffset(); fuo != -1 {
+		t.Fatalf("first unstable %d", fuo)
+	}
+	if _, err := l.AppendAsLeaderOrigin(txnBatch(ts, 1, 8, NoSequence), 0, OriginClient); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("client batch without a sequence: %v", err)
 	}
 }
