@@ -11,7 +11,8 @@ package integration
 //     the libs directory and javac's version>, so that later runs reuse it;
 //   - runJava / mustTxnTool run one of those programs to completion and
 //     parse its JSON lines; startJava runs one in the background (Streams
-//     apps, stalled producers) to wait on, write to, kill -9 or stop;
+//     apps, stalled producers; startProc for any program) to wait on, write
+//     to, kill -9 or stop;
 //   - requireTxnAPIs fails a test at once, naming the missing APIs, when a
 //     broker's ApiVersions lacks what transactions need (today's kgo-broker),
 //     instead of leaving it to client timeouts;
@@ -292,8 +293,8 @@ func javaConsume(t testing.TB, addr, topic, isolation string) ([]javaRecord, map
 	return recs, ends
 }
 
-// javaProc is a program running in the background.
-type javaProc struct {
+// bgProc is a program running in the background (a Java program, kcat).
+type bgProc struct {
 	t     testing.TB
 	name  string
 	cmd   *exec.Cmd
@@ -306,13 +307,19 @@ type javaProc struct {
 	changed chan struct{} // closed and replaced on every new stdout line
 }
 
-// startJava starts main with args in its own process group (so that Kill
-// is a kill -9 of the whole JVM), killed at the end of the test; on failure
-// its output is logged.
-func startJava(t testing.TB, heap, main string, args ...string) *javaProc {
+// startJava starts one of integration/java's programs in the background.
+func startJava(t testing.TB, heap, main string, args ...string) *bgProc {
 	t.Helper()
-	p := &javaProc{t: t, name: main, done: make(chan struct{}), changed: make(chan struct{})}
-	p.cmd = exec.Command(javaBin(), javaArgs(t, heap, main, args...)...)
+	return startProc(t, main, javaBin(), javaArgs(t, heap, main, args...)...)
+}
+
+// startProc starts bin with args in its own process group (so that Kill is
+// a kill -9 of all of it), killed at the end of the test; on failure its
+// output is logged.
+func startProc(t testing.TB, name, bin string, args ...string) *bgProc {
+	t.Helper()
+	p := &bgProc{t: t, name: name, done: make(chan struct{}), changed: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	p.cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
 	stdout, err := p.cmd.StdoutPipe()
@@ -323,7 +330,7 @@ func startJava(t testing.TB, heap, main string, args ...string) *javaProc {
 		t.Fatal(err)
 	}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", main, err)
+		t.Fatalf("starting %s: %v", name, err)
 	}
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -341,7 +348,7 @@ func startJava(t testing.TB, heap, main string, args ...string) *javaProc {
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
-			t.Logf("%s (pid %d) output:\n%s", p.name, p.cmd.Process.Pid, tail(p.Output(), 60))
+			t.Logf("%s (pid %d, %s) output:\n%s", p.name, p.cmd.Process.Pid, procExit(p.cmd), tail(p.Output(), 60))
 		}
 	})
 	return p
@@ -359,14 +366,14 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 }
 
 // Events returns every JSON line printed so far.
-func (p *javaProc) Events() []JavaEvent {
+func (p *bgProc) Events() []JavaEvent {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return parseEvents(strings.Join(p.lines, "\n"))
 }
 
 // Output is stdout and stderr so far.
-func (p *javaProc) Output() string {
+func (p *bgProc) Output() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return fmt.Sprintf("--- stdout ---\n%s\n--- stderr ---\n%s", strings.Join(p.lines, "\n"), p.stderr.String())
@@ -375,7 +382,7 @@ func (p *javaProc) Output() string {
 // WaitEvent waits until the program has printed an event matching match
 // (counting from the first line), and returns it; the program exiting or
 // timeout passing fails the test.
-func (p *javaProc) WaitEvent(timeout time.Duration, what string, match func(JavaEvent) bool) JavaEvent {
+func (p *bgProc) WaitEvent(timeout time.Duration, what string, match func(JavaEvent) bool) JavaEvent {
 	p.t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -406,25 +413,35 @@ func (p *javaProc) WaitEvent(timeout time.Duration, what string, match func(Java
 }
 
 // Send writes a line to the program's stdin.
-func (p *javaProc) Send(line string) {
+func (p *bgProc) Send(line string) {
 	p.t.Helper()
 	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
 		p.t.Fatalf("writing to %s: %v", p.name, err)
 	}
 }
 
-// Wait waits for the program to exit by itself.
-func (p *javaProc) Wait(timeout time.Duration) {
+// Wait waits for the program to exit by itself and returns its exit code.
+func (p *bgProc) Wait(timeout time.Duration) int {
 	p.t.Helper()
 	select {
 	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
 	case <-time.After(timeout):
 		p.t.Fatalf("%s did not exit within %v", p.name, timeout)
+		return -1
 	}
 }
 
+// Signal sends sig to the program.
+func (p *bgProc) Signal(sig syscall.Signal) {
+	_ = p.cmd.Process.Signal(sig)
+}
+
+// CloseStdin closes the program's standard input.
+func (p *bgProc) CloseStdin() { _ = p.stdin.Close() }
+
 // Kill is kill -9 of the JVM's process group; it returns once it is gone.
-func (p *javaProc) Kill() {
+func (p *bgProc) Kill() {
 	select {
 	case <-p.done:
 		return
@@ -435,7 +452,7 @@ func (p *javaProc) Kill() {
 }
 
 // Stop sends SIGTERM and waits up to 30s, then kills.
-func (p *javaProc) Stop() {
+func (p *bgProc) Stop() {
 	select {
 	case <-p.done:
 		return
