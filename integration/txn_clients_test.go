@@ -131,22 +131,32 @@ func (w *gtsWorker) Stop() {
 	w.sess.Close()
 }
 
-// groupCommitted is the sum of group's committed offsets of topic (-1 on error).
-func groupCommitted(t testing.TB, cl *kgo.Client, group, topic string) int64 {
+// groupCommitted is the sum of group's committed offsets of topic. Each
+// call uses a new client, so that no cached coordinator outlives a killed
+// node.
+func groupCommitted(t testing.TB, seeds []string, group, topic string) (int64, error) {
 	t.Helper()
-	offs, err := kadm.NewClient(cl).FetchOffsets(ctxT(t, 10*time.Second), group)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequestRetries(2), kgo.RetryTimeout(5*time.Second))
 	if err != nil {
-		return -1
+		return -1, err
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctxT(t, 10*time.Second), group)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return -1, fmt.Errorf("OffsetFetch %s: %w", group, err)
 	}
 	var n int64
 	for _, ps := range offs {
 		for _, o := range ps {
-			if o.Topic == topic && o.Err == nil {
+			if o.Topic == topic {
 				n += o.At
 			}
 		}
 	}
-	return n
+	return n, nil
 }
 
 // checkOnceFromInput reads in and out (read_committed, up to sentinels) and
@@ -198,7 +208,6 @@ func TestTxnFranzGroupTransactSession(t *testing.T) {
 	createTopic(t, b, out, 2, nil)
 	produceKeyed(t, b, in, 0, n)
 	seeds := []string{b.Addr}
-	adm := b.Client()
 
 	waitCommitted := func(what string, atLeast int64, workers ...*gtsWorker) {
 		t.Helper()
@@ -210,8 +219,8 @@ func TestTxnFranzGroupTransactSession(t *testing.T) {
 				default:
 				}
 			}
-			if got := groupCommitted(t, adm, group, in); got < atLeast {
-				return fmt.Errorf("group offsets sum to %d, want >= %d", got, atLeast)
+			if got, err := groupCommitted(t, seeds, group, in); err != nil || got < atLeast {
+				return fmt.Errorf("group offsets sum to %d (%v), want >= %d", got, err, atLeast)
 			}
 			return nil
 		})

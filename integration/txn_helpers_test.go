@@ -407,7 +407,7 @@ func (p *bgProc) WaitEvent(timeout time.Duration, what string, match func(JavaEv
 			}
 			p.t.Fatalf("%s exited (%s) while the test waited for %s", p.name, procExit(p.cmd), what)
 		case <-deadline:
-			p.t.Fatalf("%s: no %s within %v", p.name, what, timeout)
+			p.t.Fatalf("%s: waited %v for %s in vain", p.name, timeout, what)
 		}
 	}
 }
