@@ -163,6 +163,7 @@ func groupCommitted(t testing.TB, seeds []string, group, topic string) (int64, e
 // checks that out holds a copy of each of in's records exactly once.
 func checkOnceFromInput(t *testing.T, seeds []string, in, out string, n int) {
 	t.Helper()
+	waitStable(t, seeds, out)
 	inRecs := readTopic(t, seeds, in, kgo.ReadCommitted(), 90*time.Second)
 	want := map[string]int{}
 	for _, r := range inRecs {

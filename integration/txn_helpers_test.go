@@ -523,6 +523,43 @@ func txnOverrides(extra map[string]string) map[string]string {
 // ---------------------------------------------------------------------------
 // Reading back with franz-go
 
+// waitStable waits until no partition of topic has an open transaction: its
+// last stable offset is its log end offset. A commit or abort returns to the
+// producer once the coordinator has decided; the markers follow.
+func waitStable(t testing.TB, seeds []string, topic string) map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	leo := map[int32]int64{}
+	waitFor(t, 60*time.Second, "the markers of "+topic+"'s transactions (last stable offset = log end offset)", func() error {
+		ends, err := adm.ListEndOffsets(ctxT(t, 10*time.Second), topic)
+		if err != nil {
+			return err
+		}
+		stable, err := adm.ListCommittedOffsets(ctxT(t, 10*time.Second), topic)
+		if err != nil {
+			return err
+		}
+		var errs []string
+		for p, e := range ends[topic] {
+			s, _ := stable.Lookup(topic, p)
+			if e.Err != nil || s.Err != nil || s.Offset != e.Offset {
+				errs = append(errs, fmt.Sprintf("%s-%d: last stable offset %d, log end offset %d (%v %v)", topic, p, s.Offset, e.Offset, e.Err, s.Err))
+			}
+			leo[p] = e.Offset
+		}
+		if len(errs) > 0 {
+			return errors.New(strings.Join(errs, "; "))
+		}
+		return nil
+	})
+	return leo
+}
+
 const sentinelKey = "__kgo_it_sentinel__"
 
 // readTopic appends a sentinel record to every partition of topic (a plain,

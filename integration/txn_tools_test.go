@@ -270,7 +270,20 @@ func TestTxnDumpLog(t *testing.T) {
 	const topic, txnID = "it-txn-dump", "it-txn-dump"
 	createTopic(t, b, topic, 1, nil)
 	mustTxnTool(t, 0, b.Addr, "produce", "topic="+topic, "txnid="+txnID, "plan=CA", "per=3")
-	b.Stop(0) // every file final and flushed
+	// Both markers written and the coordinator's CompleteAbort recorded
+	// before the broker stops (every file final and flushed).
+	waitStable(t, []string{b.Addr}, topic)
+	waitFor(t, 30*time.Second, txnID+" to be CompleteAbort", func() error {
+		d, err := b.Admin().DescribeTransactions(ctxT(t, 10*time.Second), txnID)
+		if err != nil {
+			return err
+		}
+		if st := d[txnID].State; st != "CompleteAbort" {
+			return fmt.Errorf("state %q (%v)", st, d[txnID].Err)
+		}
+		return nil
+	})
+	b.Stop(0)
 
 	// The coordinator partition of txnID is whichever __transaction_state
 	// partition has records; pass every segment.
