@@ -194,20 +194,12 @@ func TestTxnToolsTransactionsCommand(t *testing.T) {
 		rows[0]["TransactionTimeoutMs"] != "600000" || rows[0]["CoordinatorId"] != "1" || rows[0]["CurrentTransactionStartTimeMs"] == "None" {
 		t.Errorf("describe %s: %v, want Ongoing on %s-1 with timeout 600000 on coordinator 1", openID, rows, topic)
 	}
-	rows = toolTable(t, tool("describe", "--transactional-id", hangID).Stdout)
-	if len(rows) != 1 || rows[0]["TransactionState"] != "Empty" || rows[0]["TopicPartitions"] != "" {
-		t.Errorf("describe %s: %v, want Empty with no partitions", hangID, rows)
-	}
 
 	// describe-producers: the hanging producer and its open transaction's first offset.
 	rows = toolTable(t, tool("describe-producers", "--topic", topic, "--partition", "0").Stdout)
 	if r := rowWith(rows, "ProducerId", fmt.Sprint(pid)); r == nil || r["ProducerEpoch"] != fmt.Sprint(epoch) ||
 		r["CurrentTransactionStartOffset"] != fmt.Sprint(hangOff) || r["LastSequence"] != "0" || r["LatestCoordinatorEpoch"] != "-1" {
 		t.Errorf("describe-producers %s-0: %v, want producer %d epoch %d, last sequence 0, coordinator epoch -1, transaction from %d", topic, rows, pid, epoch, hangOff)
-	}
-	rows = toolTable(t, tool("describe-producers", "--topic", topic, "--partition", "1").Stdout)
-	if len(rows) != 1 || rows[0]["CurrentTransactionStartOffset"] != fmt.Sprint(openOff) {
-		t.Errorf("describe-producers %s-1: %v, want one producer with a transaction from %d", topic, rows, openOff)
 	}
 
 	// find-hanging: partition 0 only (the coordinator lists partition 1 in
@@ -216,10 +208,6 @@ func TestTxnToolsTransactionsCommand(t *testing.T) {
 	if len(rows) != 1 || rows[0]["Topic"] != topic || rows[0]["Partition"] != "0" || rows[0]["ProducerId"] != fmt.Sprint(pid) ||
 		rows[0]["StartOffset"] != fmt.Sprint(hangOff) {
 		t.Errorf("find-hanging --broker-id 1: %v, want exactly %s-0, producer %d, start offset %d", rows, topic, pid, hangOff)
-	}
-	rows = toolTable(t, tool("find-hanging", "--topic", topic, "--partition", "1", "--max-transaction-timeout", "0").Stdout)
-	if len(rows) != 0 {
-		t.Errorf("find-hanging --topic %s --partition 1: %v, want none", topic, rows)
 	}
 	lso, err := b.Admin().ListCommittedOffsets(ctxT(t, 10*time.Second), topic)
 	if err != nil {
@@ -237,9 +225,6 @@ func TestTxnToolsTransactionsCommand(t *testing.T) {
 	rows = toolTable(t, tool("describe-producers", "--topic", topic, "--partition", "0").Stdout)
 	if r := rowWith(rows, "ProducerId", fmt.Sprint(pid)); r == nil || r["CurrentTransactionStartOffset"] != "None" {
 		t.Errorf("describe-producers %s-0 after abort: %v, want producer %d with no open transaction", topic, rows, pid)
-	}
-	if rows = toolTable(t, tool("find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0").Stdout); len(rows) != 0 {
-		t.Errorf("find-hanging after abort: %v, want none", rows)
 	}
 	leo := endOffsets(t, b, topic)
 	lso, err = b.Admin().ListCommittedOffsets(ctxT(t, 10*time.Second), topic)
