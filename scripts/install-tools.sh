@@ -4,6 +4,9 @@
 #     Maven Central with integration/kafka/pom.xml into
 #     ${KGO_CACHE:-$HOME/.cache/kgo-broker}/kafka-<version>/libs
 #   - kcat (Debian package), only if it is not on PATH already.
+#   - a JDK with javac (Debian's openjdk-17-jdk-headless), only if javac is not on PATH:
+#     the integration suite compiles its own Java clients (integration/java/*.java)
+#     against the Kafka jars at test time.
 # Idempotent: a stamp (hash of the pom and versions.env) marks a complete install, and a
 # second run with the same stamp does nothing. Run scripts/kafka-tool to use the jars.
 set -euo pipefail
@@ -46,9 +49,10 @@ stamp() {
 }
 
 # --- Java and Maven -----------------------------------------------------------------------
+# A JDK, not only a JRE: javac compiles integration/java/ at test time.
 need_java_maven() {
 	local missing=()
-	command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+	{ command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; } || missing+=(openjdk-17-jdk-headless)
 	command -v mvn >/dev/null 2>&1 || missing+=(maven)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	log "missing ${missing[*]}; trying apt-get"
@@ -93,6 +97,20 @@ install_kafka() {
 	log "installed $(find "$KAFKA_DIR/libs" -name '*.jar' | wc -l) jars in $KAFKA_DIR/libs"
 }
 
+# --- JDK (javac) --------------------------------------------------------------------------
+# Checked on every run, also when the Kafka jars are already installed (a machine that
+# installed them with only a JRE gets the JDK now).
+install_jdk() {
+	if command -v javac >/dev/null 2>&1; then
+		log "javac already installed: $(javac -version 2>&1)"
+		return 0
+	fi
+	log "javac is missing; installing openjdk-17-jdk-headless with apt-get"
+	apt_install openjdk-17-jdk-headless ||
+		die "need javac (a JDK 17+) on PATH to compile integration/java/; install one (e.g. apt-get install -y openjdk-17-jdk-headless) and rerun"
+	command -v javac >/dev/null 2>&1 || die "javac still not on PATH after apt-get install openjdk-17-jdk-headless"
+}
+
 # --- kcat ---------------------------------------------------------------------------------
 install_kcat() {
 	if command -v kcat >/dev/null 2>&1; then
@@ -109,6 +127,7 @@ install_kcat() {
 }
 
 install_kafka
+install_jdk
 install_kcat
 
 # --- verify -------------------------------------------------------------------------------
@@ -119,4 +138,6 @@ case "$v" in
 *"$KAFKA_VERSION"*) log "kafka-topics.sh --version: $v" ;;
 *) die "expected Kafka $KAFKA_VERSION from kafka-topics.sh --version, got: $v" ;;
 esac
+[ -f "$KAFKA_DIR/libs/kafka-streams-$KAFKA_VERSION.jar" ] ||
+	die "kafka-streams-$KAFKA_VERSION.jar is missing from $KAFKA_DIR/libs (integration/kafka/pom.xml lists it)"
 log "kcat: $(kcat -V 2>&1 | grep -m 1 '^Version' || true)"
