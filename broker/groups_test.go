@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -442,26 +444,30 @@ func TestGroupOffsetCommitThroughput(t *testing.T) {
 // transaction still open at the restart can still end.
 func TestGroupTxnOffsetCommit(t *testing.T) {
 	dir := t.TempDir()
-	n := startNode(t, dir, groupTestProps)
+	// Raw TxnOffsetCommits of a producer no transaction coordinator knows:
+	// without KIP-890 verification (the verified path is exercised end to
+	// end by the integration suite's transactional clients).
+	props := maps.Clone(groupTestProps)
+	props["transaction.partition.verification.enable"] = "false"
+	n := startNode(t, dir, props)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl := n.client(t)
+	// TxnOffsetCommit v4: v5+ (transaction.version 2) always has the
+	// partition added through the transaction coordinator.
+	v4 := kversion.Stable()
+	v4.SetMaxKeyVersion(28, 4)
+	cl := n.client(t, kgo.MaxVersions(v4))
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "x"); err != nil {
 		t.Fatal(err)
 	}
-	md, err := adm.Metadata(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	topicID := md.Topics["x"].ID
 
 	txnCommit := func(cl *kgo.Client, pid int64, part int32, off int64) {
 		t.Helper()
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", "tg", pid, 0
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()
-		rt.Topic, rt.TopicID = "x", topicID // names up to v5, ids from v6
+		rt.Topic = "x"
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset = part, off
 		rt.Partitions = append(rt.Partitions, rp)
@@ -541,8 +547,8 @@ func TestGroupTxnOffsetCommit(t *testing.T) {
 	// Another transaction is open when the node restarts.
 	txnCommit(cl, 1001, 1, 7)
 	n.stop(t)
-	n2 := startNode(t, dir, groupTestProps)
-	cl2 := n2.client(t)
+	n2 := startNode(t, dir, props)
+	cl2 := n2.client(t, kgo.MaxVersions(v4))
 	if got := fetch(cl2, true); got[0] != "5" || got[1] != "UNSTABLE_OFFSET_COMMIT" {
 		t.Fatalf("after restart: %v", got)
 	}
