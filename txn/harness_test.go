@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -324,6 +325,13 @@ func countLed(t *metadatacache.Topic, node int32) int {
 // log keeps what was written), and starts a new one on the same log at a
 // new leader epoch, as after a failover.
 func (h *harness) crash() {
+	// A kill -9 stops the old coordinator at once: fence its writes before
+	// anything can answer it, so a marker response released below cannot
+	// let it write CompleteCommit/CompleteAbort before it is gone (the next
+	// leader's log never has that record).
+	for p := int32(0); p < h.nparts; p++ {
+		h.log.SetLeaderEpoch(coordinator.TopicPartition{Topic: TopicName, Partition: p}, math.MaxInt32)
+	}
 	h.mk.releaseAll()
 	h.c.Close()
 	var recs []metadatacache.Record
@@ -333,6 +341,9 @@ func (h *harness) crash() {
 		recs = append(recs, r)
 	}
 	h.apply(recs...)
+	for p := int32(0); p < h.nparts; p++ {
+		h.log.SetLeaderEpoch(coordinator.TopicPartition{Topic: TopicName, Partition: p}, -1)
+	}
 	h.start()
 }
 
