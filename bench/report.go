@@ -288,6 +288,26 @@ func renderMarkdown(rp *report) string {
 	}
 	w("\nLatency is the perf tool's send-to-ack latency with throttling off, so it includes time queued in the producer's buffer (a saturation latency, not an idle one). Producer defaults otherwise (batch.size 16384, linger.ms 5); acks=1 runs set enable.idempotence=false, acks=all runs enable.idempotence=true. Payload MB as the tool counts them (MiB).\n\n")
 
+	// Transactions.
+	hasTxn := false
+	for _, sc := range rp.Scenarios {
+		hasTxn = hasTxn || sc.Kind == "txn"
+	}
+	if hasTxn {
+		w("## Transaction commits (franz-go, one transaction after another)\n\n")
+		w("| Scenario | Kafka txn/s | kgo txn/s | txn/s kgo/kafka | Kafka commit p50 / p99 / p99.9 ms | kgo commit p50 / p99 / p99.9 ms | p99 kgo/kafka |\n")
+		w("|---|--:|--:|--:|--:|--:|--:|\n")
+		for _, sc := range rp.Scenarios {
+			if sc.Kind != "txn" {
+				continue
+			}
+			a, g := summarize(rp.Results[sc.ID][kafka]), summarize(rp.Results[sc.ID][kgo])
+			w("| %s × %s | %s | %s | %s | %s | %s | %s |\n", sc.Title, itoa(sc.Records), cell(a, a.Rec), cell(g, g.Rec),
+				fmtRatio(ratio(g.Rec, a.Rec)), lat3(a), lat3(g), fmtRatio(ratio(g.P99, a.P99)))
+		}
+		w("\nEach transaction: BeginTransaction, the records produced and flushed (AddPartitionsToTxn or, with transaction.version 2, the partition leaders' implicit add), then EndTransaction(commit), timed alone: the commit latency. The produce table's txn row is kafka-producer-perf-test.sh --transactional-id --transaction-duration-ms 100.\n\n")
+	}
+
 	// Reads.
 	w("## Consume\n\n")
 	w("| Scenario | Kafka rec/s | kgo rec/s | Kafka MB/s | kgo MB/s | throughput kgo/kafka | Kafka CPU s/GB | kgo CPU s/GB | CPU kgo/kafka |\n")

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,12 @@ type scenario struct {
 	Source string
 	// Configs are topic configs for the scenario's topic (both brokers).
 	Configs map[string]string
+	// TxnMs makes a produce scenario transactional: ProducerPerformance
+	// commits a transaction every TxnMs (--transaction-duration-ms).
+	TxnMs int
+	// PerTxn is the number of records per transaction of a txn-commit
+	// scenario (franz-go: begin, produce, commit, one after another).
+	PerTxn int
 }
 
 func sizeName(n int) string {
@@ -74,6 +81,14 @@ func scenarios(s settings) []scenario {
 	out = append(out, scenario{ID: "produce-1k-acks1-p8-flush1", Kind: "produce",
 		Title: "produce 1 KiB acks=1 p=8 flush.messages=1", Size: 1024, Acks: "1", Parts: 8,
 		Records: s.Records1K, Configs: map[string]string{"flush.messages": "1"}})
+	// Transactions (KIP-98/KIP-890): ProducerPerformance with a
+	// transactional id, one commit every 100 ms, and the commit latency of
+	// small transactions one after another (franz-go).
+	out = append(out,
+		scenario{ID: "produce-1k-txn100-p8", Kind: "produce", Title: "produce 1 KiB txn 100 ms p=8",
+			Size: 1024, Acks: "all", Parts: 8, Records: s.Records1K, TxnMs: 100},
+		scenario{ID: "txn-commit-1k-x10-p4", Kind: "txn", Title: "txn commit 10 × 1 KiB over p=4 (franz-go)",
+			Size: 1024, Parts: 4, PerTxn: 10, Records: int64(s.E2ERecords)})
 	out = append(out,
 		scenario{ID: "consume-1k-p8", Kind: "consume", Title: "consume 1 KiB p=8 (consumer-perf-test, group)",
 			Size: 1024, Parts: 8, Records: s.Records1K, Source: "produce-1k-acks1-p8"},
@@ -274,7 +289,7 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 	var r result
 	topic := topicName(sc, rep)
 	switch sc.Kind {
-	case "produce", "e2e":
+	case "produce", "e2e", "txn":
 		if err := createTopic(ctx, b, topic, sc.Parts, sc.Configs); err != nil {
 			r.NA = "error: " + err.Error()
 			return r
@@ -313,8 +328,22 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 			"--throughput", "-1", "--command-property"}
 		args = append(args, acksProps...)
 		args = append(args, "client.id=kgo-bench")
+		if sc.TxnMs > 0 {
+			args = append(args, "--transactional-id", fmt.Sprintf("kgo-bench-%s-r%d", sc.ID, rep),
+				"--transaction-duration-ms", strconv.Itoa(sc.TxnMs))
+		}
 		tr = runTool(ctx, s, s.ToolTimeout, args...)
 		r.Bytes = float64(sc.Records) * float64(sc.Size)
+	case "txn":
+		t0 := time.Now()
+		lat, err := commitLatencies(ctx, b, topic, sc, rep, s.ToolTimeout)
+		tr = toolRun{Wall: time.Since(t0).Seconds(), Err: err}
+		r.Bytes = float64(sc.Records) * float64(sc.PerTxn) * float64(sc.Size)
+		if err == nil {
+			r.RecPerSec = float64(sc.Records) / tr.Wall // transactions per second
+			r.MBPerSec = r.Bytes / tr.Wall / (1 << 20)
+			r.AvgMs, r.P50, r.P99, r.P999, r.MaxMs = latencyStats(lat)
+		}
 	case "consume":
 		tr = runTool(ctx, s, s.ToolTimeout, "kafka-consumer-perf-test.sh", "--bootstrap-server", b.Addr,
 			"--topic", topic, "--num-records", strconv.FormatInt(sc.Records, 10),
@@ -478,4 +507,56 @@ func fetchAll(ctx context.Context, b *broker, topic string, parts int, want int6
 		})
 	}
 	return n, bytes, nil
+}
+
+// commitLatencies runs sc.Records transactions of sc.PerTxn records each,
+// spread over the topic's partitions, one after another, and returns how
+// long each commit took (EndTxn after the records were flushed: the
+// PrepareCommit write; markers are written after the answer under
+// transaction.version 2, as on Kafka).
+func commitLatencies(ctx context.Context, b *broker, topic string, sc scenario, rep int, timeout time.Duration) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cl, err := franz.NewClient(franz.SeedBrokers(b.Addr), franz.ClientID("kgo-bench-txn"),
+		franz.TransactionalID(fmt.Sprintf("kgo-bench-%s-r%d-%d", sc.ID, rep, time.Now().UnixNano())),
+		franz.DefaultProduceTopic(topic), franz.RecordPartitioner(franz.RoundRobinPartitioner()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	value := bytes.Repeat([]byte{'x'}, sc.Size)
+	lat := make([]time.Duration, 0, sc.Records)
+	for i := int64(0); i < sc.Records; i++ {
+		if err := cl.BeginTransaction(); err != nil {
+			return nil, fmt.Errorf("transaction %d: begin: %w", i, err)
+		}
+		for j := 0; j < sc.PerTxn; j++ {
+			cl.Produce(ctx, &franz.Record{Value: value}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return nil, fmt.Errorf("transaction %d: flush: %w", i, err)
+		}
+		t0 := time.Now()
+		if err := cl.EndTransaction(ctx, franz.TryCommit); err != nil {
+			return nil, fmt.Errorf("transaction %d: commit: %w", i, err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return lat, nil
+}
+
+// latencyStats is avg, p50, p99, p99.9 and max in milliseconds.
+func latencyStats(d []time.Duration) (avg, p50, p99, p999, maxMs float64) {
+	if len(d) == 0 {
+		return
+	}
+	ms := make([]float64, len(d))
+	var sum float64
+	for i, x := range d {
+		ms[i] = float64(x) / float64(time.Millisecond)
+		sum += ms[i]
+	}
+	sort.Float64s(ms)
+	at := func(q float64) float64 { return ms[min(len(ms)-1, int(q*float64(len(ms))))] }
+	return sum / float64(len(ms)), at(0.50), at(0.99), at(0.999), ms[len(ms)-1]
 }
