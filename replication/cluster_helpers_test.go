@@ -30,6 +30,9 @@ type rcNode struct {
 	cache *metadatacache.Cache
 	logs  *memLogs
 	down  atomic.Bool
+	// epoch is the broker epoch of the node's current registration: it
+	// changes when the node restarts (RegisterBrokerRecord).
+	epoch atomic.Int64
 }
 
 type rcluster struct {
@@ -72,7 +75,9 @@ func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 	t.Helper()
 	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg}
 	for id := int32(1); id <= int32(n); id++ {
-		c.nodes[id] = &rcNode{id: id, logs: newMemLogs()}
+		nd := &rcNode{id: id, logs: newMemLogs()}
+		nd.epoch.Store(brokerEpochOf(id))
+		c.nodes[id] = nd
 	}
 	for _, nd := range c.nodes {
 		c.startNode(nd)
@@ -99,7 +104,7 @@ func (c *rcluster) startNode(nd *rcNode) {
 	id := nd.id
 	nd.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
 	nd.rm = New(Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
-		BrokerEpoch: func() int64 { return brokerEpochOf(id) }})
+		BrokerEpoch: nd.epoch.Load})
 	nd.cache.Subscribe(nd.rm.OnImage)
 	for _, other := range c.nodes {
 		if other != nd && other.cache != nil && other.rm != nil && !other.cache.Image().IsEmpty() {
@@ -126,6 +131,34 @@ func (c *rcluster) restart(id int32) {
 	nd.logs = &memLogs{fs: nd.logs.fs, root: nd.logs.root, now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
 	nd.rm = nil
 	c.startNode(nd)
+}
+
+// crash is kill -9: the node stops answering at once and its disks keep
+// only what was synced (vfs.MemFS.CrashClone, given opts). The process
+// left behind is shut down against the old file system, so nothing it
+// does reaches the image the node restarts from. The node stays down
+// until restartCrashed.
+func (c *rcluster) crash(id int32, opts ...vfs.CrashOption) {
+	nd := c.nodes[id]
+	nd.down.Store(true)
+	fs := nd.logs.fs.(*vfs.MemFS).CrashClone(opts...)
+	nd.rm.Close()
+	nd.logs.close()
+	nd.logs = &memLogs{fs: fs, root: nd.logs.root, now: time.Now, crashed: true, logs: map[storage.TopicPartition]*storage.Log{}}
+	nd.rm = nil
+}
+
+// restartCrashed starts a crashed node again: it recovers its logs from
+// the crash image, registers with a new broker epoch (as a restarted
+// broker does) and is reachable again.
+func (c *rcluster) restartCrashed(id int32) {
+	nd := c.nodes[id]
+	nd.epoch.Add(1000)
+	c.startNode(nd)
+	r := metadatacache.NewRegisterBrokerRecord()
+	r.BrokerID, r.BrokerEpoch, r.Fenced = id, nd.epoch.Load(), false
+	c.apply(r)
+	nd.down.Store(false)
 }
 
 func (c *rcluster) node(id int32) *rcNode { return c.nodes[id] }
@@ -302,7 +335,7 @@ func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Respon
 	ap.Version = 3
 	c.alters.Add(1)
 	resp := ap.ResponseKind().(*kmsg.AlterPartitionResponse)
-	if ap.BrokerEpoch != brokerEpochOf(ap.BrokerID) {
+	if nd, ok := c.nodes[ap.BrokerID]; !ok || ap.BrokerEpoch != nd.epoch.Load() {
 		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 		return resp, nil
 	}
@@ -318,7 +351,18 @@ func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Respon
 			var isr []int32
 			for _, b := range pd.NewEpochISR {
 				isr = append(isr, b.BrokerID)
-				if b.BrokerEpoch != -1 && b.BrokerEpoch != brokerEpochOf(b.BrokerID) {
+				// KIP-841 / KIP-903: a fenced, shutting down or
+				// re-registered broker never joins the ISR
+				if b.BrokerID == ap.BrokerID {
+					continue
+				}
+				reg := img.Broker(b.BrokerID)
+				switch {
+				case reg == nil, reg.Fenced, reg.InControlledShutdown:
+					if p != nil && !slices.Contains(p.Isr, b.BrokerID) {
+						rp.ErrorCode = kerr.IneligibleReplica.Code
+					}
+				case b.BrokerEpoch != -1 && b.BrokerEpoch != reg.Epoch:
 					rp.ErrorCode = kerr.IneligibleReplica.Code
 				}
 			}

@@ -212,7 +212,10 @@ func OpenLog(o LogOptions) (*Log, error) {
 		logger: o.Logger.With(zap.String("dir", filepath.Base(o.Dir)))}
 	l.mu.cfg = o.Config
 	l.mu.firstDirty = -1
-	if err := l.fs.MkdirAll(o.Dir, 0o755); err != nil {
+	// a new partition directory must survive a crash with the segment files
+	// synced in it: its entry in the log dir is fsynced (Kafka leaves this
+	// to the next checkpoint written in the log dir)
+	if err := vfs.MkdirAllSync(l.fs, o.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := completeSwaps(l.fs, o.Dir, l.logger); err != nil {

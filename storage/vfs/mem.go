@@ -1,9 +1,11 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,19 +15,33 @@ import (
 	"time"
 )
 
-// MemFS is an in-memory FS for tests. It remembers what each file held at its last
-// Sync, so CrashClone can model a power loss: unsynced bytes are gone.
+// MemFS is an in-memory FS for tests that models what a crash keeps
+// (pebble's vfs.NewCrashableMem and CrashClone): a file's bytes survive a
+// power loss only up to its last File.Sync, and a directory entry (a file
+// or directory created, renamed or removed in it) only once a SyncDir of
+// that directory covered it. CrashClone returns the file system as the next
+// boot finds it.
+//
+// The namespace is a flat map from cleaned path to node, so a rename moves
+// a node (and its subtree) to new keys: open files keep their node, as a
+// descriptor keeps its inode. Each directory node remembers the children it
+// had at its last SyncDir, by name, pointing at the nodes they named then.
 type MemFS struct {
 	mu    sync.Mutex
 	nodes map[string]*memNode // cleaned absolute-ish path -> node; dirs and files
 }
 
 type memNode struct {
-	dir    bool
-	mu     sync.Mutex // guards data, synced, mod
+	dir bool
+	// syncedChildren (directories, guarded by MemFS.mu) is the directory's
+	// entries as of its last SyncDir; nil when never synced (empty after a
+	// crash).
+	syncedChildren map[string]*memNode
+
+	mu     sync.Mutex // guards data, size, synced, ssize, mod
 	data   []byte     // bytes [len(data), size) are zeros (sparse preallocation)
 	size   int64
-	synced []byte
+	synced []byte // the bytes as of the last Sync
 	ssize  int64
 	mod    time.Time
 }
@@ -38,8 +54,8 @@ func NewMemFS() *MemFS { return newMem() }
 
 func newMem() *MemFS {
 	m := &MemFS{nodes: map[string]*memNode{}}
-	m.nodes["/"] = &memNode{dir: true}
-	m.nodes["."] = &memNode{dir: true}
+	m.nodes["/"] = &memNode{dir: true, syncedChildren: map[string]*memNode{}}
+	m.nodes["."] = &memNode{dir: true, syncedChildren: map[string]*memNode{}}
 	return m
 }
 
@@ -55,24 +71,227 @@ func parent(name string) string {
 
 func pathErr(op, name string, err error) error { return &os.PathError{Op: op, Path: name, Err: err} }
 
-// CrashClone returns a copy of the file system as it would be found after a power
-// loss: every file holds only what it held at its last Sync.
-func (m *MemFS) CrashClone() *MemFS {
+// CrashOption changes what CrashClone keeps.
+type CrashOption func(*crashCfg)
+
+type crashCfg struct {
+	rng     *rand.Rand
+	keepPct int
+}
+
+// CrashKeepSome makes a crash keep some of what was not synced, as a real
+// disk may: each unsynced change survives with probability keepPct/100,
+// decided by rng (seed it for a replayable crash). A file whose unsynced
+// change survives keeps its new bytes up to a random length past what was
+// synced (a torn tail; a quarter of the time the last 4 KiB block of what it
+// kept reads as zeros, a block allocated but never written); a directory
+// entry change survives whole (a rename is atomic: a file is found under its
+// old name or its new one, never both or neither). Without it CrashClone
+// keeps nothing unsynced.
+func CrashKeepSome(rng *rand.Rand, keepPct int) CrashOption {
+	return func(c *crashCfg) { c.rng, c.keepPct = rng, keepPct }
+}
+
+func (c *crashCfg) keep() bool { return c.rng != nil && c.rng.IntN(100) < c.keepPct }
+
+// CrashClone returns a copy of the file system as it would be found after a
+// power loss: only the directory entries covered by a SyncDir of their
+// directory exist (the roots always do), and every file holds only what it
+// held at its last Sync. Options let a crash keep part of the rest. The
+// clone's state is synced: crashing it again changes nothing.
+func (m *MemFS) CrashClone(opts ...CrashOption) *MemFS {
+	var cfg crashCfg
+	for _, o := range opts {
+		o(&cfg)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := &MemFS{nodes: map[string]*memNode{}}
-	for k, n := range m.nodes {
-		n.mu.Lock()
-		nn := &memNode{dir: n.dir, mod: n.mod}
-		if !n.dir {
-			nn.data = append([]byte(nil), n.synced...)
-			nn.synced = append([]byte(nil), n.synced...)
-			nn.size, nn.ssize = n.ssize, n.ssize
+	kept := m.crashEntriesLocked(&cfg)
+	files := map[*memNode]*memNode{}
+	var walk func(p string, n *memNode)
+	walk = func(p string, n *memNode) {
+		children := kept[n]
+		nn := &memNode{dir: true, mod: n.mod, syncedChildren: map[string]*memNode{}}
+		c.nodes[p] = nn
+		for _, name := range sortedNames(children) {
+			child := children[name]
+			cp := path.Join(p, name)
+			if p == "." {
+				cp = name
+			}
+			if child.dir {
+				walk(cp, child)
+			} else {
+				f, ok := files[child]
+				if !ok {
+					f = child.crashFile(&cfg)
+					files[child] = f
+				}
+				c.nodes[cp] = f
+			}
+			nn.syncedChildren[name] = c.nodes[cp]
 		}
-		n.mu.Unlock()
-		c.nodes[k] = nn
 	}
+	walk("/", m.nodes["/"])
+	walk(".", m.nodes["."])
 	return c
+}
+
+// crashEntriesLocked decides, for every directory reachable from the roots
+// in either its synced or its current state, which entries it has after the
+// crash. Unsynced changes are kept (cfg.keep) in groups: changes that
+// involve the same node (the two halves of a rename) are kept or dropped
+// together. Directories and names are visited in sorted order so that a
+// seeded rng gives the same crash every time. m.mu must be held.
+func (m *MemFS) crashEntriesLocked(cfg *crashCfg) map[*memNode]map[string]*memNode {
+	type change struct {
+		dir          *memNode
+		name         string
+		synced, curr *memNode
+	}
+	current := map[*memNode]map[string]*memNode{}
+	for _, k := range sortedNames(m.nodes) {
+		if k == "/" || k == "." {
+			continue
+		}
+		pd := m.nodes[parent(k)]
+		if pd == nil {
+			continue
+		}
+		if current[pd] == nil {
+			current[pd] = map[string]*memNode{}
+		}
+		current[pd][path.Base(k)] = m.nodes[k]
+	}
+	// every directory node: the live ones and those only a synced entry names
+	var dirs []*memNode
+	seen := map[*memNode]bool{}
+	var visit func(d *memNode)
+	visit = func(d *memNode) {
+		if seen[d] {
+			return
+		}
+		seen[d] = true
+		dirs = append(dirs, d)
+		for _, src := range []map[string]*memNode{d.syncedChildren, current[d]} {
+			for _, name := range sortedNames(src) {
+				if n := src[name]; n.dir {
+					visit(n)
+				}
+			}
+		}
+	}
+	visit(m.nodes["/"])
+	visit(m.nodes["."])
+	var changes []change
+	out := map[*memNode]map[string]*memNode{}
+	for _, d := range dirs {
+		kept := map[string]*memNode{}
+		for name, n := range d.syncedChildren {
+			kept[name] = n
+		}
+		out[d] = kept
+		names := map[string]bool{}
+		for name := range d.syncedChildren {
+			names[name] = true
+		}
+		for name := range current[d] {
+			names[name] = true
+		}
+		for _, name := range sortedNames(names) {
+			s, c := d.syncedChildren[name], current[d][name]
+			if s != c {
+				changes = append(changes, change{dir: d, name: name, synced: s, curr: c})
+			}
+		}
+	}
+	if cfg.rng == nil || len(changes) == 0 {
+		return out
+	}
+	// group the changes that share a node (union-find over change indexes)
+	group := make([]int, len(changes))
+	for i := range group {
+		group[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for group[i] != i {
+			group[i] = group[group[i]]
+			i = group[i]
+		}
+		return i
+	}
+	byNode := map[*memNode]int{}
+	for i, ch := range changes {
+		for _, n := range []*memNode{ch.synced, ch.curr} {
+			if n == nil {
+				continue
+			}
+			if j, ok := byNode[n]; ok {
+				group[find(i)] = find(j)
+			} else {
+				byNode[n] = i
+			}
+		}
+	}
+	decided := map[int]bool{}
+	for i, ch := range changes {
+		g := find(i)
+		k, ok := decided[g]
+		if !ok {
+			k = cfg.keep()
+			decided[g] = k
+		}
+		if !k {
+			continue
+		}
+		if ch.curr == nil {
+			delete(out[ch.dir], ch.name)
+		} else {
+			out[ch.dir][ch.name] = ch.curr
+		}
+	}
+	return out
+}
+
+// crashFile is a file node as the crash leaves it: its synced bytes, or,
+// when cfg keeps its unsynced change, the current bytes torn at a random
+// point past the synced size.
+func (n *memNode) crashFile(cfg *crashCfg) *memNode {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nn := &memNode{mod: n.mod}
+	data, size := n.synced, n.ssize
+	if cfg.rng != nil && (n.size != n.ssize || !bytes.Equal(n.data, n.synced)) && cfg.keep() {
+		data, size = n.data, n.size
+		if size > n.ssize {
+			size = n.ssize + cfg.rng.Int64N(size-n.ssize+1)
+			data = data[:min(int64(len(data)), size)]
+			if cfg.rng.IntN(4) == 0 && size > n.ssize {
+				// the last block was allocated but its bytes never written
+				zero := max(n.ssize, (size-1)/4096*4096)
+				d := append([]byte(nil), data...)
+				if zero < int64(len(d)) {
+					clear(d[zero:])
+				}
+				data = d
+			}
+		}
+	}
+	nn.data = append([]byte(nil), data[:min(int64(len(data)), size)]...)
+	nn.synced = append([]byte(nil), nn.data...)
+	nn.size, nn.ssize = size, size
+	return nn
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (m *MemFS) lookupDir(name string) error {
@@ -243,13 +462,23 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	return n.info(path.Base(c)), nil
 }
 
+// SyncDir makes the directory's current entries durable: a crash after it
+// finds them (and the nodes they name) as they are now.
 func (m *MemFS) SyncDir(dir string) error {
+	c := clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, ok := m.nodes[clean(dir)]
+	n, ok := m.nodes[c]
 	if !ok || !n.dir {
 		return pathErr("sync", dir, fs.ErrNotExist)
 	}
+	children := map[string]*memNode{}
+	for k, v := range m.nodes {
+		if k != c && k != "/" && k != "." && parent(k) == c {
+			children[path.Base(k)] = v
+		}
+	}
+	n.syncedChildren = children
 	return nil
 }
 
