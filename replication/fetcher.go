@@ -330,6 +330,15 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 		)
 		if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 			next, last, _, err = f.rm.truncateOnDivergence(s, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+			if err == nil && next == s.fetchOffset && last == s.lastFetchedEpoch {
+				// The same fetch would get the same answer: rather than
+				// spin, back off and say so (a bug, never expected).
+				f.logger.Warn("diverging epoch left the fetch state unchanged", append(log,
+					zap.Int64("fetchOffset", next), zap.Int32("lastFetchedEpoch", last),
+					zap.Int32("divergingEpoch", rp.DivergingEpoch.Epoch), zap.Int64("divergingEndOffset", rp.DivergingEpoch.EndOffset))...)
+				f.delay(s.tp, k)
+				return
+			}
 		} else {
 			next, last, err = f.rm.appendFetched(s, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
 		}
@@ -572,17 +581,18 @@ func (f *replicaFetcher) offsetForLeaderEpoch(ctx context.Context, conn LeaderCo
 }
 
 // truncateFollower truncates p's log to offset and caps the high watermark
-// at the new log end (Partition.truncateTo). p.mu must be held.
+// at the new log end (Partition.truncateTo). The log is truncated even when
+// offset is at or past its end: that drops leader epochs starting at the
+// log end offset that the leader does not have (UnifiedLog.truncateTo).
+// p.mu must be held.
 func (rm *ReplicaManager) truncateFollower(p *Partition, offset int64) error {
 	l := p.log
-	if offset < l.LogEndOffset() {
-		if offset < p.hw.Load() {
-			rm.logger.Warn("truncating below the high watermark", zap.String("topic", p.tp.Topic),
-				zap.Int32("partition", p.tp.Partition), zap.Int64("offset", offset), zap.Int64("highWatermark", p.hw.Load()))
-		}
-		if err := l.Truncate(offset); err != nil {
-			return err
-		}
+	if offset < l.LogEndOffset() && offset < p.hw.Load() {
+		rm.logger.Warn("truncating below the high watermark", zap.String("topic", p.tp.Topic),
+			zap.Int32("partition", p.tp.Partition), zap.Int64("offset", offset), zap.Int64("highWatermark", p.hw.Load()))
+	}
+	if err := l.Truncate(offset); err != nil {
+		return err
 	}
 	p.stateMu.Lock()
 	if leo := l.LogEndOffset(); p.hw.Load() > leo {

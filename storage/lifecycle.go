@@ -9,8 +9,13 @@ import (
 )
 
 // Truncate removes every offset >= offset (UnifiedLog.truncateTo). Truncating at or
-// beyond the log end offset does nothing; below the log start offset it is
-// TruncateFullyAndStartAt(offset).
+// beyond the log end offset keeps every record but still drops the leader epochs
+// that start at the log end offset: a replica that became leader and wrote nothing
+// in its epoch before another leader was elected has such an entry, which no other
+// replica has, and a follower keeping it would fetch with a last fetched epoch the
+// leader answers with a diverging epoch at this very offset, forever. Below the
+// first segment's base offset it is TruncateFullyAndStartAt(offset); otherwise the
+// log start offset follows the truncation down if it was above.
 func (l *Log) Truncate(offset int64) (err error) {
 	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
@@ -24,11 +29,17 @@ func (l *Log) Truncate(offset int64) (err error) {
 		return fmt.Errorf("storage: cannot truncate %s to a negative offset %d", l.dir, offset)
 	}
 	if offset >= l.mu.leo {
+		if l.mu.epochs.truncateFromEnd(l.mu.leo) {
+			l.logger.Info("truncating leader epochs at the log end offset", zap.Int64("offset", offset),
+				zap.Int64("logEndOffset", l.mu.leo))
+			return l.mu.epochs.flush()
+		}
 		return nil
 	}
-	if offset < l.mu.logStartOffset {
+	if offset < l.mu.segments[0].base {
 		return l.truncateFullyLocked(offset)
 	}
+	l.mu.logStartOffset = min(l.mu.logStartOffset, offset)
 	l.logger.Info("truncating log", zap.Int64("offset", offset), zap.Int64("logEndOffset", l.mu.leo))
 	keep := l.mu.segments[:0]
 	var removed []*segment
