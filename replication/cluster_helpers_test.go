@@ -45,6 +45,12 @@ type rcluster struct {
 
 	alters   atomic.Int32 // AlterPartition requests handled
 	ctrlDown atomic.Bool
+	// ctrl is the controller's own image: it has every record at once.
+	ctrl *metadatacache.Cache
+	// holdImages: records reach the controller's image at once but the
+	// nodes' only at releaseImages (metadata propagation lag).
+	holdImages atomic.Bool
+	held       []metadatacache.Batch // guarded by mu
 	// fetchVersion is the Fetch version leaders serve (17 when 0); below
 	// 12 there are no diverging epochs (a pre-KIP-320 leader).
 	fetchVersion int16
@@ -73,7 +79,8 @@ func testReplicationConfig() ReplicationConfig {
 
 func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 	t.Helper()
-	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg}
+	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg,
+		ctrl: metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})}
 	for id := int32(1); id <= int32(n); id++ {
 		nd := &rcNode{id: id, logs: newMemLogs()}
 		nd.epoch.Store(brokerEpochOf(id))
@@ -169,11 +176,34 @@ func (c *rcluster) apply(recs ...metadatacache.Record) {
 	defer c.mu.Unlock()
 	b := metadatacache.Batch{BaseOffset: c.next, LastOffset: c.next + int64(len(recs)) - 1, Epoch: 1, Records: recs}
 	c.next += int64(len(recs))
+	if c.ctrl != nil {
+		if err := c.ctrl.Apply(b); err != nil {
+			c.t.Errorf("apply on the controller: %v", err)
+		}
+	}
+	if c.holdImages.Load() {
+		c.held = append(c.held, b)
+		return
+	}
+	c.applyNodesLocked(b)
+}
+
+// applyNodesLocked applies a metadata batch to every node's image. c.mu
+// must be held.
+func (c *rcluster) applyNodesLocked(b metadatacache.Batch) {
 	for id := int32(1); id <= int32(len(c.nodes)); id++ {
 		if err := c.nodes[id].cache.Apply(b); err != nil {
 			c.t.Errorf("apply on node %d: %v", id, err)
 		}
 	}
+}
+
+// ctrlImage is the controller's image (node 1's in clusters without one).
+func (c *rcluster) ctrlImage() *metadatacache.Image {
+	if c.ctrl != nil {
+		return c.ctrl.Image()
+	}
+	return c.nodes[1].cache.Image()
 }
 
 func (c *rcluster) createTopic(name string, replicas []int32, leader int32, isr []int32, configs map[string]string) {
@@ -340,7 +370,7 @@ func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Respon
 		return resp, nil
 	}
 	var recs []metadatacache.Record
-	img := c.nodes[1].cache.Image()
+	img := c.ctrlImage()
 	for _, t := range ap.Topics {
 		rt := kmsg.NewAlterPartitionResponseTopic()
 		rt.TopidID = t.TopicID
@@ -390,4 +420,16 @@ func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Respon
 		c.apply(recs...)
 	}
 	return resp, nil
+}
+
+// releaseImages publishes the records held back by holdImages.
+func (c *rcluster) releaseImages() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holdImages.Store(false)
+	for _, b := range c.held {
+		c.applyNodesLocked(b)
+	}
+	c.held = nil
 }

@@ -433,6 +433,10 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 	}
 	hw := p.hw.Load()
 	p.stateMu.Unlock()
+	if err := p.checkFollowerHighWatermarkLocked(hw, leo); err != nil {
+		p.mu.RUnlock()
+		return 0, 0, err
+	}
 	if leaderLogStart > l.LogStartOffset() && leaderLogStart <= hw {
 		if err := l.IncrementLogStartOffset(leaderLogStart); err != nil {
 			rm.logger.Warn("following the leader's log start offset failed", zap.String("topic", p.tp.Topic),
@@ -586,6 +590,9 @@ func (f *replicaFetcher) offsetForLeaderEpoch(ctx context.Context, conn LeaderCo
 // log end offset that the leader does not have (UnifiedLog.truncateTo).
 // p.mu must be held.
 func (rm *ReplicaManager) truncateFollower(p *Partition, offset int64) error {
+	if err := p.checkTruncationLocked(offset); err != nil {
+		return err
+	}
 	l := p.log
 	if offset < l.LogEndOffset() && offset < p.hw.Load() {
 		rm.logger.Warn("truncating below the high watermark", zap.String("topic", p.tp.Topic),
