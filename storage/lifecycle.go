@@ -59,6 +59,21 @@ func (l *Log) Truncate(offset int64) (err error) {
 	if _, err := active.truncateTo(offset); err != nil {
 		return err
 	}
+	// The truncation is made durable at once: otherwise a crash after later
+	// records were synced elsewhere (a segment rolled since, whose sync does
+	// not cover this file) could bring the truncated records back in front
+	// of them, and buried segments could come back under their old names.
+	// Kafka leaves this to the file system's journal; truncations are rare
+	// (a follower meeting a new leader), so the fsyncs cost nothing.
+	if err := active.sync(); err != nil {
+		return err
+	}
+	if len(removed) > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		l.mu.dirSynced = l.mu.dirGen
+	}
 	l.mu.leo = active.nextOffset
 	if l.mu.leo != offset {
 		// the truncation point fell inside a batch: the whole batch goes (the log
@@ -113,6 +128,12 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.mu.segments = []*segment{s}
 	l.mu.leo, l.mu.logStartOffset, l.mu.recoveryPoint = offset, offset, offset
+	// durable at once, as Truncate: the old segments must not come back
+	// under their old names after a crash
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.mu.dirSynced = l.mu.dirGen
 	if l.mu.firstDirty >= 0 {
 		l.mu.firstDirty = offset
 	}

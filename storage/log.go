@@ -323,11 +323,7 @@ func (l *Log) loadSegments(o LogOptions) error {
 		}
 		if needRecovery {
 			truncated, err := s.recover(cfg.IndexIntervalBytes, func(h BatchHeader) {
-				if h.PartitionLeaderEpoch >= 0 {
-					if lt, ok := l.mu.epochs.latest(); !ok || h.PartitionLeaderEpoch > lt.epoch {
-						epochsChanged = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || epochsChanged
-					}
-				}
+				epochsChanged = l.mu.epochs.recovered(h.PartitionLeaderEpoch, h.BaseOffset) || epochsChanged
 			})
 			if err != nil {
 				return err

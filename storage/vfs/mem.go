@@ -29,14 +29,16 @@ import (
 type MemFS struct {
 	mu    sync.Mutex
 	nodes map[string]*memNode // cleaned absolute-ish path -> node; dirs and files
+	seq   int64               // numbers directory entry changes, in order
 }
 
 type memNode struct {
 	dir bool
 	// syncedChildren (directories, guarded by MemFS.mu) is the directory's
 	// entries as of its last SyncDir; nil when never synced (empty after a
-	// crash).
+	// crash). pending lists the entry changes since, in order.
 	syncedChildren map[string]*memNode
+	pending        []dirChange
 
 	mu     sync.Mutex // guards data, size, synced, ssize, mod
 	data   []byte     // bytes [len(data), size) are zeros (sparse preallocation)
@@ -71,6 +73,24 @@ func parent(name string) string {
 
 func pathErr(op, name string, err error) error { return &os.PathError{Op: op, Path: name, Err: err} }
 
+// dirChange is one directory entry change: name now names node (nil:
+// removed). The two halves of a rename share a seq.
+type dirChange struct {
+	seq  int64
+	name string
+	node *memNode
+}
+
+// changeLocked records an entry change of the directory at path dir.
+// m.mu must be held.
+func (m *MemFS) changeLocked(dir, name string, n *memNode, seq int64) {
+	if d := m.nodes[dir]; d != nil && d.dir {
+		d.pending = append(d.pending, dirChange{seq: seq, name: name, node: n})
+	}
+}
+
+func (m *MemFS) nextSeqLocked() int64 { m.seq++; return m.seq }
+
 // CrashOption changes what CrashClone keeps.
 type CrashOption func(*crashCfg)
 
@@ -80,14 +100,15 @@ type crashCfg struct {
 }
 
 // CrashKeepSome makes a crash keep some of what was not synced, as a real
-// disk may: each unsynced change survives with probability keepPct/100,
-// decided by rng (seed it for a replayable crash). A file whose unsynced
-// change survives keeps its new bytes up to a random length past what was
-// synced (a torn tail; a quarter of the time the last 4 KiB block of what it
-// kept reads as zeros, a block allocated but never written); a directory
-// entry change survives whole (a rename is atomic: a file is found under its
-// old name or its new one, never both or neither). Without it CrashClone
-// keeps nothing unsynced.
+// disk may, decided by rng (seed it for a replayable crash). The directory
+// entry changes not covered by a SyncDir survive up to a random point in
+// the order they were made, as a file system that journals its metadata in
+// order keeps them (a rename is atomic: a file is found under its old name
+// or its new one, never both or neither). Each file with unsynced bytes
+// keeps them with probability keepPct/100, up to a random length past what
+// was synced (a torn tail; a quarter of the time the last 4 KiB block of
+// what it kept reads as zeros, a block allocated but never written).
+// Without it CrashClone keeps nothing unsynced.
 func CrashKeepSome(rng *rand.Rand, keepPct int) CrashOption {
 	return func(c *crashCfg) { c.rng, c.keepPct = rng, keepPct }
 }
@@ -138,120 +159,54 @@ func (m *MemFS) CrashClone(opts ...CrashOption) *MemFS {
 	return c
 }
 
-// crashEntriesLocked decides, for every directory reachable from the roots
-// in either its synced or its current state, which entries it has after the
-// crash. Unsynced changes are kept (cfg.keep) in groups: changes that
-// involve the same node (the two halves of a rename) are kept or dropped
-// together. Directories and names are visited in sorted order so that a
-// seeded rng gives the same crash every time. m.mu must be held.
+// crashEntriesLocked gives, for every directory reachable from the roots,
+// its entries after the crash: those of its last SyncDir, then its pending
+// changes up to the cut, a point in the order of every directory's changes
+// (none without CrashKeepSome, a random one with it). m.mu must be held.
 func (m *MemFS) crashEntriesLocked(cfg *crashCfg) map[*memNode]map[string]*memNode {
-	type change struct {
-		dir          *memNode
-		name         string
-		synced, curr *memNode
+	cut := int64(0)
+	if cfg.rng != nil {
+		var seqs []int64
+		for _, k := range sortedNames(m.nodes) {
+			for _, ch := range m.nodes[k].pending {
+				seqs = append(seqs, ch.seq)
+			}
+		}
+		// the pending changes of removed directories no longer matter
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		if i := cfg.rng.IntN(len(seqs) + 1); i > 0 {
+			cut = seqs[i-1]
+		}
 	}
-	current := map[*memNode]map[string]*memNode{}
-	for _, k := range sortedNames(m.nodes) {
-		if k == "/" || k == "." {
-			continue
-		}
-		pd := m.nodes[parent(k)]
-		if pd == nil {
-			continue
-		}
-		if current[pd] == nil {
-			current[pd] = map[string]*memNode{}
-		}
-		current[pd][path.Base(k)] = m.nodes[k]
-	}
-	// every directory node: the live ones and those only a synced entry names
-	var dirs []*memNode
-	seen := map[*memNode]bool{}
+	out := map[*memNode]map[string]*memNode{}
 	var visit func(d *memNode)
 	visit = func(d *memNode) {
-		if seen[d] {
+		if _, ok := out[d]; ok {
 			return
 		}
-		seen[d] = true
-		dirs = append(dirs, d)
-		for _, src := range []map[string]*memNode{d.syncedChildren, current[d]} {
-			for _, name := range sortedNames(src) {
-				if n := src[name]; n.dir {
-					visit(n)
-				}
+		kept := map[string]*memNode{}
+		for name, n := range d.syncedChildren {
+			kept[name] = n
+		}
+		for _, ch := range d.pending {
+			if ch.seq > cut {
+				break
+			}
+			if ch.node == nil {
+				delete(kept, ch.name)
+			} else {
+				kept[ch.name] = ch.node
+			}
+		}
+		out[d] = kept
+		for _, name := range sortedNames(kept) {
+			if n := kept[name]; n.dir {
+				visit(n)
 			}
 		}
 	}
 	visit(m.nodes["/"])
 	visit(m.nodes["."])
-	var changes []change
-	out := map[*memNode]map[string]*memNode{}
-	for _, d := range dirs {
-		kept := map[string]*memNode{}
-		for name, n := range d.syncedChildren {
-			kept[name] = n
-		}
-		out[d] = kept
-		names := map[string]bool{}
-		for name := range d.syncedChildren {
-			names[name] = true
-		}
-		for name := range current[d] {
-			names[name] = true
-		}
-		for _, name := range sortedNames(names) {
-			s, c := d.syncedChildren[name], current[d][name]
-			if s != c {
-				changes = append(changes, change{dir: d, name: name, synced: s, curr: c})
-			}
-		}
-	}
-	if cfg.rng == nil || len(changes) == 0 {
-		return out
-	}
-	// group the changes that share a node (union-find over change indexes)
-	group := make([]int, len(changes))
-	for i := range group {
-		group[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for group[i] != i {
-			group[i] = group[group[i]]
-			i = group[i]
-		}
-		return i
-	}
-	byNode := map[*memNode]int{}
-	for i, ch := range changes {
-		for _, n := range []*memNode{ch.synced, ch.curr} {
-			if n == nil {
-				continue
-			}
-			if j, ok := byNode[n]; ok {
-				group[find(i)] = find(j)
-			} else {
-				byNode[n] = i
-			}
-		}
-	}
-	decided := map[int]bool{}
-	for i, ch := range changes {
-		g := find(i)
-		k, ok := decided[g]
-		if !ok {
-			k = cfg.keep()
-			decided[g] = k
-		}
-		if !k {
-			continue
-		}
-		if ch.curr == nil {
-			delete(out[ch.dir], ch.name)
-		} else {
-			out[ch.dir][ch.name] = ch.curr
-		}
-	}
 	return out
 }
 
@@ -320,6 +275,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 		}
 		n = &memNode{mod: time.Now()}
 		m.nodes[c] = n
+		m.changeLocked(parent(c), path.Base(c), n, m.nextSeqLocked())
 	} else if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
 		return nil, pathErr("open", name, fs.ErrExist)
 	}
@@ -356,6 +312,7 @@ func (m *MemFS) Remove(name string) error {
 		}
 	}
 	delete(m.nodes, c)
+	m.changeLocked(parent(c), path.Base(c), nil, m.nextSeqLocked())
 	return nil
 }
 
@@ -367,6 +324,9 @@ func (m *MemFS) RemoveAll(p string) error {
 	c := clean(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.nodes[c]; ok && c != "/" && c != "." {
+		m.changeLocked(parent(c), path.Base(c), nil, m.nextSeqLocked())
+	}
 	for k := range m.nodes {
 		if under(k, c) && k != "/" && k != "." {
 			delete(m.nodes, k)
@@ -389,6 +349,12 @@ func (m *MemFS) Rename(oldpath, newpath string) error {
 	if dst, ok := m.nodes[n]; ok && dst.dir != src.dir {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrExist}
 	}
+	if o == n {
+		return nil
+	}
+	seq := m.nextSeqLocked()
+	m.changeLocked(parent(o), path.Base(o), nil, seq)
+	m.changeLocked(parent(n), path.Base(n), src, seq)
 	if !src.dir {
 		delete(m.nodes, o)
 		m.nodes[n] = src
@@ -416,13 +382,22 @@ func (m *MemFS) MkdirAll(p string, perm os.FileMode) error {
 	c := clean(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var created []string
+	defer func() {
+		for i := len(created) - 1; i >= 0; i-- { // parents first
+			d := created[i]
+			m.changeLocked(parent(d), path.Base(d), m.nodes[d], m.nextSeqLocked())
+		}
+	}()
 	for d := c; ; d = parent(d) {
 		if n, ok := m.nodes[d]; ok {
 			if !n.dir {
 				return pathErr("mkdir", p, errors.New("not a directory"))
 			}
 		} else {
-			m.nodes[d] = &memNode{dir: true, mod: time.Now()}
+			nd := &memNode{dir: true, mod: time.Now()}
+			m.nodes[d] = nd
+			created = append(created, d)
 		}
 		if d == "/" || d == "." || parent(d) == d {
 			return nil
@@ -479,6 +454,7 @@ func (m *MemFS) SyncDir(dir string) error {
 		}
 	}
 	n.syncedChildren = children
+	n.pending = nil
 	return nil
 }
 
