@@ -33,6 +33,9 @@ type rcNode struct {
 	// epoch is the broker epoch of the node's current registration: it
 	// changes when the node restarts (RegisterBrokerRecord).
 	epoch atomic.Int64
+	// live is rm for other nodes' goroutines (rm and cache change only
+	// under rcluster.mu, from the test's goroutine); nil while crashed.
+	live atomic.Pointer[ReplicaManager]
 }
 
 type rcluster struct {
@@ -54,6 +57,37 @@ type rcluster struct {
 	// fetchVersion is the Fetch version leaders serve (17 when 0); below
 	// 12 there are no diverging epochs (a pre-KIP-320 leader).
 	fetchVersion int16
+	// netFault, when set, decides the fate of each message between nodes
+	// (to 0: the controller): delayed, the request lost, or the answer
+	// lost after the request took effect.
+	netFault func(from, to int32) netFate
+}
+
+// netFate is what happens to one request.
+type netFate struct {
+	delay             time.Duration
+	dropReq, dropResp bool
+}
+
+// fate asks netFault about one request and waits out its delay.
+func (c *rcluster) fate(ctx context.Context, from, to int32) (netFate, error) {
+	if c.netFault == nil {
+		return netFate{}, nil
+	}
+	f := c.netFault(from, to)
+	if f.delay > 0 {
+		t := time.NewTimer(f.delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return f, ctx.Err()
+		case <-t.C:
+		}
+	}
+	if f.dropReq {
+		return f, errConnDown
+	}
+	return f, nil
 }
 
 // LogDirs, LogDirOf and FS make memLogs a hwCheckpointLogs.
@@ -98,7 +132,9 @@ func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 	c.apply(recs...)
 	t.Cleanup(func() {
 		for _, nd := range c.nodes {
-			nd.rm.Close()
+			if nd.rm != nil {
+				nd.rm.Close()
+			}
 			nd.logs.close()
 		}
 	})
@@ -109,34 +145,47 @@ func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 // metadata so far (a restart keeps the logs).
 func (c *rcluster) startNode(nd *rcNode) {
 	id := nd.id
-	nd.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
-	nd.rm = New(Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
+	cache := metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
+	rm := New(Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
 		BrokerEpoch: nd.epoch.Load})
-	nd.cache.Subscribe(nd.rm.OnImage)
+	cache.Subscribe(rm.OnImage)
+	c.mu.Lock()
+	// replay the metadata so far: the controller's, or another node's
+	var img *metadatacache.Image
+	if c.ctrl != nil {
+		img = c.ctrl.Image()
+	}
 	for _, other := range c.nodes {
-		if other != nd && other.cache != nil && other.rm != nil && !other.cache.Image().IsEmpty() {
-			recs := other.cache.Image().Records()
-			c.mu.Lock()
-			if err := nd.cache.Apply(metadatacache.Batch{BaseOffset: 0, LastOffset: int64(len(recs)) - 1, Epoch: 1, Records: recs}); err != nil {
-				c.t.Fatalf("replay: %v", err)
-			}
-			c.mu.Unlock()
-			break
+		if img == nil && other != nd && other.cache != nil && !other.cache.Image().IsEmpty() {
+			img = other.cache.Image()
 		}
 	}
+	if img != nil && !img.IsEmpty() {
+		recs := img.Records()
+		if err := cache.Apply(metadatacache.Batch{BaseOffset: 0, LastOffset: int64(len(recs)) - 1, Epoch: 1, Records: recs}); err != nil {
+			c.t.Fatalf("replay: %v", err)
+		}
+	}
+	nd.cache, nd.rm = cache, rm
+	nd.live.Store(rm)
+	c.mu.Unlock()
 	rcfg := c.rcfg
 	rcfg.Dial = c.dial(id)
-	nd.rm.StartReplication(rcfg)
+	rm.StartReplication(rcfg)
 }
 
 // restart closes a node's ReplicaManager (writing its HW checkpoint) and
 // starts a new one over the same logs.
 func (c *rcluster) restart(id int32) {
 	nd := c.nodes[id]
-	nd.rm.Close()
-	nd.logs.close()
-	nd.logs = &memLogs{fs: nd.logs.fs, root: nd.logs.root, now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
-	nd.rm = nil
+	c.mu.Lock()
+	rm, logs := nd.rm, nd.logs
+	nd.rm, nd.cache = nil, nil
+	nd.live.Store(nil)
+	nd.logs = &memLogs{fs: logs.fs, root: logs.root, now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
+	c.mu.Unlock()
+	rm.Close()
+	logs.close()
 	c.startNode(nd)
 }
 
@@ -148,11 +197,15 @@ func (c *rcluster) restart(id int32) {
 func (c *rcluster) crash(id int32, opts ...vfs.CrashOption) {
 	nd := c.nodes[id]
 	nd.down.Store(true)
+	c.mu.Lock()
 	fs := nd.logs.fs.(*vfs.MemFS).CrashClone(opts...)
-	nd.rm.Close()
-	nd.logs.close()
-	nd.logs = &memLogs{fs: fs, root: nd.logs.root, now: time.Now, crashed: true, logs: map[storage.TopicPartition]*storage.Log{}}
-	nd.rm = nil
+	rm, logs := nd.rm, nd.logs
+	nd.rm, nd.cache = nil, nil
+	nd.live.Store(nil)
+	nd.logs = &memLogs{fs: fs, root: logs.root, now: time.Now, crashed: true, logs: map[storage.TopicPartition]*storage.Log{}}
+	c.mu.Unlock()
+	rm.Close()
+	logs.close()
 }
 
 // restartCrashed starts a crashed node again: it recovers its logs from
@@ -192,6 +245,9 @@ func (c *rcluster) apply(recs ...metadatacache.Record) {
 // must be held.
 func (c *rcluster) applyNodesLocked(b metadatacache.Batch) {
 	for id := int32(1); id <= int32(len(c.nodes)); id++ {
+		if c.nodes[id].cache == nil {
+			continue // crashed: it replays the image when it restarts
+		}
 		if err := c.nodes[id].cache.Apply(b); err != nil {
 			c.t.Errorf("apply on node %d: %v", id, err)
 		}
@@ -305,7 +361,15 @@ func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 	if m.closed.Load() || m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() {
 		return nil, errConnDown
 	}
-	rm := m.c.nodes[m.to].rm
+	fate, err := m.c.fate(ctx, m.from, m.to)
+	if err != nil {
+		m.closed.Store(true) // a lost message breaks the connection
+		return nil, err
+	}
+	rm := m.c.nodes[m.to].live.Load()
+	if rm == nil || m.c.nodes[m.to].down.Load() {
+		return nil, errConnDown
+	}
 	var resp kmsg.Response
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
@@ -324,8 +388,9 @@ func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 	default:
 		return nil, fmt.Errorf("memConn: unexpected %T", req)
 	}
-	if m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() {
-		return nil, errConnDown // died while the request was parked
+	if m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() || fate.dropResp {
+		m.closed.Store(true)
+		return nil, errConnDown // died while the request was parked, or the answer was lost
 	}
 	return resp, nil
 }
@@ -353,11 +418,26 @@ type ctrlRequestor struct {
 	from int32
 }
 
-func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (r ctrlRequestor) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c := r.c
 	if c.ctrlDown.Load() || c.nodes[r.from].down.Load() {
 		return nil, errConnDown
 	}
+	fate, err := c.fate(ctx, r.from, 0)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.alterPartition(req)
+	if err == nil && (fate.dropResp || c.nodes[r.from].down.Load()) {
+		return nil, errConnDown
+	}
+	return resp, err
+}
+
+// alterPartition validates AlterPartition as the controller does and
+// publishes the accepted ISRs.
+func (r ctrlRequestor) alterPartition(req kmsg.Request) (kmsg.Response, error) {
+	c := r.c
 	ap, ok := req.(*kmsg.AlterPartitionRequest)
 	if !ok {
 		return nil, fmt.Errorf("fake controller: unexpected %T", req)

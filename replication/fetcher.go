@@ -329,7 +329,7 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			err  error
 		)
 		if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-			next, last, _, err = f.rm.truncateOnDivergence(s, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+			next, last, err = f.rm.truncateOnDivergenceHW(s, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset, rp.HighWatermark)
 			if err == nil && next == s.fetchOffset && last == s.lastFetchedEpoch {
 				// The same fetch would get the same answer: rather than
 				// spin, back off and say so (a bug, never expected).
@@ -454,6 +454,36 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 	return leo, last, nil
 }
 
+// truncateOnDivergenceHW is truncateOnDivergence for a Fetch answer, which
+// also carries the leader's high watermark: once the truncation is done, the
+// log agrees with the leader's up to its new end, and the high watermark
+// (capped there) is taken. Kafka leaves it to the next fetch ("those will be
+// updated by the next fetch"), but the leader's fetch session does not send
+// a high watermark it already sent, so a follower with nothing left to
+// fetch would keep its old one until the leader's moved again.
+func (rm *ReplicaManager) truncateOnDivergenceHW(s *fetchState, epoch int32, endOffset, leaderHW int64) (int64, int32, error) {
+	next, last, _, agreed, err := rm.truncateOnDivergence(s, epoch, endOffset)
+	if err != nil || !agreed {
+		return next, last, err
+	}
+	p := s.p
+	p.mu.RLock()
+	moved := false
+	if p.followingLocked(s) {
+		p.stateMu.Lock()
+		if hw := min(leaderHW, p.log.LogEndOffset()); hw > p.hw.Load() {
+			p.hw.Store(hw)
+			moved = true
+		}
+		p.stateMu.Unlock()
+	}
+	p.mu.RUnlock()
+	if moved {
+		p.watch.wakeAll()
+	}
+	return next, last, nil
+}
+
 // truncateOnDivergence is AbstractFetcherThread.truncateOnFetchResponse and
 // getOffsetTruncationState (KIP-279/320): the leader says our last fetched
 // epoch ends at (epoch, endOffset) in its log.
@@ -464,19 +494,20 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 //     ours ends, and the next fetch (with the new last epoch) goes on;
 //   - same epoch: truncate to min(endOffset, our end of it, LEO): done.
 //
-// It returns the next fetch offset, the last fetched epoch and whether the
-// truncation is complete (false in the third case).
-func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOffset int64) (int64, int32, bool, error) {
+// It returns the next fetch offset, the last fetched epoch, whether the
+// truncation is complete (false in the third case) and whether the log now
+// agrees with the leader's up to its end (the fourth case).
+func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOffset int64) (next int64, last int32, done, agreed bool, err error) {
 	p := s.p
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.followingLocked(s) {
-		return 0, 0, false, errStaleFetch
+		return 0, 0, false, false, errStaleFetch
 	}
 	l := p.log
 	leo := l.LogEndOffset()
 	var target int64
-	done := true
+	done = true
 	switch {
 	case epoch < 0 || endOffset < 0:
 		target = min(p.hw.Load(), leo)
@@ -488,17 +519,17 @@ func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOf
 		case fe != epoch:
 			target, done = min(fo, leo), false
 		default:
-			target = min(endOffset, fo, leo)
+			target, agreed = min(endOffset, fo, leo), true
 		}
 	}
 	if err := rm.truncateFollower(p, target); err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, false, err
 	}
-	last := int32(-1)
+	last = -1
 	if e, ok := l.LatestEpoch(); ok {
 		last = e
 	}
-	return l.LogEndOffset(), last, done, nil
+	return l.LogEndOffset(), last, done, agreed, nil
 }
 
 // lacksDivergingEpoch reports whether the leader serves Fetch below v12
@@ -543,7 +574,7 @@ func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, con
 			f.delay(s.tp, k)
 			continue
 		}
-		next, last, done, err := f.rm.truncateOnDivergence(s, epoch, end)
+		next, last, done, _, err := f.rm.truncateOnDivergence(s, epoch, end)
 		if err != nil {
 			f.delay(s.tp, k)
 			continue

@@ -298,3 +298,38 @@ func TestLeaderReelectedKeepsFollowerState(t *testing.T) {
 		}
 	})
 }
+
+// A follower whose only difference from the leader is an empty epoch at its
+// log end gets the leader's high watermark in the diverging-epoch answer;
+// with nothing to fetch after the truncation, the leader's fetch session
+// never sends that high watermark again (it did not change), so the
+// follower takes it from the answer once its truncation is done.
+func TestReplicationDivergingEpochAnswerHighWatermark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, nil)
+		if res := <-c.produceAsync(1, "t", -1, batch(3, "a")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.waitFor("HW 3 everywhere", func() bool {
+			return c.part(2, "t").HighWatermark() == 3 && c.part(3, "t").HighWatermark() == 3
+		})
+		// node 3 is cut off before it learned the last high watermark, leads
+		// epoch 1 without appending, and node 2 takes over in epoch 2
+		c.node(3).down.Store(true)
+		p3 := c.part(3, "t")
+		p3.stateMu.Lock()
+		p3.hw.Store(2)
+		p3.stateMu.Unlock()
+		c.elect("t", 3, nil)
+		c.waitFor("node 3 leads", func() bool { return p3.Snapshot().IsLeader })
+		c.elect("t", 2, []int32{1, 2})
+		c.waitFor("node 2 leads", func() bool { return c.part(2, "t").Snapshot().IsLeader })
+		c.node(3).down.Store(false)
+		c.waitFor("ISR {1,2,3}", func() bool { return slices.Equal(isrOf(c, "t"), []int32{1, 2, 3}) })
+		time.Sleep(5 * time.Second)
+		if s := p3.Snapshot(); s.HighWatermark != 3 || s.LogEndOffset != 3 {
+			t.Fatalf("node 3 %+v, want high watermark 3", s)
+		}
+	})
+}

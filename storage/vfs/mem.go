@@ -97,7 +97,13 @@ type CrashOption func(*crashCfg)
 type crashCfg struct {
 	rng     *rand.Rand
 	keepPct int
+	all     bool
 }
+
+// CrashKeepAll makes CrashClone a process crash (kill -9) rather than a
+// power loss: the kernel's page cache survives it, so everything written
+// is kept, synced or not.
+func CrashKeepAll() CrashOption { return func(c *crashCfg) { c.all = true } }
 
 // CrashKeepSome makes a crash keep some of what was not synced, as a real
 // disk may, decided by rng (seed it for a replayable crash). The directory
@@ -165,7 +171,10 @@ func (m *MemFS) CrashClone(opts ...CrashOption) *MemFS {
 // (none without CrashKeepSome, a random one with it). m.mu must be held.
 func (m *MemFS) crashEntriesLocked(cfg *crashCfg) map[*memNode]map[string]*memNode {
 	cut := int64(0)
-	if cfg.rng != nil {
+	switch {
+	case cfg.all:
+		cut = m.seq
+	case cfg.rng != nil:
 		var seqs []int64
 		for _, k := range sortedNames(m.nodes) {
 			for _, ch := range m.nodes[k].pending {
@@ -218,7 +227,9 @@ func (n *memNode) crashFile(cfg *crashCfg) *memNode {
 	defer n.mu.Unlock()
 	nn := &memNode{mod: n.mod}
 	data, size := n.synced, n.ssize
-	if cfg.rng != nil && (n.size != n.ssize || !bytes.Equal(n.data, n.synced)) && cfg.keep() {
+	if cfg.all {
+		data, size = n.data, n.size
+	} else if cfg.rng != nil && (n.size != n.ssize || !bytes.Equal(n.data, n.synced)) && cfg.keep() {
 		data, size = n.data, n.size
 		if size > n.ssize {
 			size = n.ssize + cfg.rng.Int64N(size-n.ssize+1)

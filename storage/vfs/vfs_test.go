@@ -130,6 +130,16 @@ func TestCrashClone(t *testing.T) {
 	if string(b) != "durable-lost" {
 		t.Fatalf("%q", b)
 	}
+	// kill -9: the page cache survives, unsynced bytes and entries too
+	g, _ := m.Create("/g")
+	g.Write([]byte("unsynced"))
+	k := m.CrashClone(CrashKeepAll())
+	if b, _ := ReadFile(k, "/f"); string(b) != "durable-lost" {
+		t.Fatalf("kill: %q", b)
+	}
+	if b, _ := ReadFile(k, "/g"); string(b) != "unsynced" {
+		t.Fatalf("kill: %q", b)
+	}
 }
 
 // exists reports whether name is in fs.
