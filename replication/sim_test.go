@@ -124,7 +124,7 @@ type sim struct {
 	t       *testing.T
 
 	netMu sync.Mutex
-	net   *rand.Rand // the network's own randomness, asked from many goroutines
+	net   *rand.Rand  // the network's own randomness, asked from many goroutines
 	lossy atomic.Bool // messages may be lost or delayed
 	cut   map[int32]bool
 
