@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
 // The sequence that kept a follower out of the ISR for minutes: the leader
@@ -330,6 +331,56 @@ func TestReplicationDivergingEpochAnswerHighWatermark(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		if s := p3.Snapshot(); s.HighWatermark != 3 || s.LogEndOffset != 3 {
 			t.Fatalf("node 3 %+v, want high watermark 3", s)
+		}
+	})
+}
+
+// The other sequence of the finding: every node is killed at once, and as
+// they come back one leads an epoch for a moment, appending nothing, before
+// the controller moves leadership on. Every replica must be back in the ISR
+// with the leader's log within replica.lag.time.max.ms of the last restart.
+func TestReplicationIsrAfterWholeClusterKill(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testReplicationConfig()
+		c := newCluster(t, 3, cfg)
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, map[string]string{"min.insync.replicas": "2"})
+		for i := range 4 {
+			if res := <-c.produceAsync(1, "t", -1, batch(2, "a"+string(rune('0'+i)))); res.ErrorCode != 0 {
+				t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+			}
+		}
+		for id := int32(1); id <= 3; id++ {
+			c.crash(id, vfs.CrashKeepAll())
+		}
+		// node 3 restarts first and leads epoch 1 for a moment
+		c.restartCrashed(3)
+		c.elect("t", 3, []int32{1, 2, 3})
+		c.waitFor("node 3 leads", func() bool { return c.part(3, "t").Snapshot().IsLeader })
+		c.restartCrashed(1)
+		c.restartCrashed(2)
+		c.elect("t", 1, []int32{1, 2, 3})
+		restarted := time.Now()
+		c.waitFor("node 1 leads", func() bool { return c.part(1, "t").Snapshot().IsLeader })
+		if res := <-c.produceAsync(1, "t", -1, batch(2, "b")); res.ErrorCode != 0 {
+			t.Fatalf("produce after the restart: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.waitFor("all caught up", func() bool {
+			for id := int32(1); id <= 3; id++ {
+				if s := c.part(id, "t").Snapshot(); s.LogEndOffset != 10 || s.HighWatermark != 10 {
+					return time.Since(restarted) > cfg.LagTimeMax
+				}
+			}
+			return true
+		})
+		if got := isrOf(c, "t"); !slices.Equal(got, []int32{1, 2, 3}) || time.Since(restarted) > cfg.LagTimeMax {
+			t.Fatalf("ISR %v %v after the restart; node 3 %+v epochs %v", got, time.Since(restarted),
+				c.part(3, "t").Snapshot(), c.part(3, "t").log.EpochEntries())
+		}
+		want := c.logValues(1, "t")
+		for _, id := range []int32{2, 3} {
+			if got := c.logValues(id, "t"); !slices.Equal(got, want) {
+				t.Fatalf("node %d log %v, want %v", id, got, want)
+			}
 		}
 	})
 }
