@@ -60,7 +60,7 @@ type rcluster struct {
 	// netFault, when set, decides the fate of each message between nodes
 	// (to 0: the controller): delayed, the request lost, or the answer
 	// lost after the request took effect.
-	netFault func(from, to int32) netFate
+	netFault func(from, to int32, req kmsg.Request) netFate
 }
 
 // netFate is what happens to one request.
@@ -70,11 +70,11 @@ type netFate struct {
 }
 
 // fate asks netFault about one request and waits out its delay.
-func (c *rcluster) fate(ctx context.Context, from, to int32) (netFate, error) {
+func (c *rcluster) fate(ctx context.Context, from, to int32, req kmsg.Request) (netFate, error) {
 	if c.netFault == nil {
 		return netFate{}, nil
 	}
-	f := c.netFault(from, to)
+	f := c.netFault(from, to, req)
 	if f.delay > 0 {
 		t := time.NewTimer(f.delay)
 		select {
@@ -361,7 +361,7 @@ func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 	if m.closed.Load() || m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() {
 		return nil, errConnDown
 	}
-	fate, err := m.c.fate(ctx, m.from, m.to)
+	fate, err := m.c.fate(ctx, m.from, m.to, req)
 	if err != nil {
 		m.closed.Store(true) // a lost message breaks the connection
 		return nil, err
@@ -423,7 +423,7 @@ func (r ctrlRequestor) Request(ctx context.Context, req kmsg.Request) (kmsg.Resp
 	if c.ctrlDown.Load() || c.nodes[r.from].down.Load() {
 		return nil, errConnDown
 	}
-	fate, err := c.fate(ctx, r.from, 0)
+	fate, err := c.fate(ctx, r.from, 0, req)
 	if err != nil {
 		return nil, err
 	}

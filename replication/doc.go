@@ -199,7 +199,11 @@
 //	                    is released)
 //	  → Partition.mu → Partition.stateMu (reads leadership, truncates)
 //	  → replicaFetcher.mu (a leaf: the fetcher's partition states)
-//	alterPartitionManager.mu is a leaf. Fetcher goroutines take
+//	alterPartitionManager.mu is a leaf; its goroutine takes Partition.mu
+//	(for writing: an accepted change commits the ISR) then stateMu, with
+//	nothing else held. The ISR rules read the image and the lag time from
+//	isrView, lock-free, so that Partition.mu never waits on
+//	ReplicaManager.mu. Fetcher goroutines take
 //	replicaFetcher.mu, or Partition.mu then stateMu, never both, and
 //	never fetcherManager.mu; network requests hold no lock. stateMu guards
 //	the pending ISR change (isrChg) with the followers' fetch state.

@@ -190,8 +190,15 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			f.sessions = followerSession{}
 			f.noDiverging = lacksDivergingEpoch(conn)
 		}
-		if f.noDiverging && f.truncateByOffsetForLeaderEpoch(ctx, conn, ready) {
-			continue // fetch states moved: take the ready set again
+		if f.noDiverging {
+			changed, broken := f.truncateByOffsetForLeaderEpoch(ctx, conn, ready)
+			if broken {
+				conn = f.dropConn(ctx, conn)
+				continue
+			}
+			if changed {
+				continue // fetch states moved: take the ready set again
+			}
 		}
 		req, keys := f.buildFetch(ready)
 		// replica.socket.timeout.ms (30 s) past the long poll bounds a
@@ -218,8 +225,24 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			}
 			continue
 		}
-		f.processResponse(ctx, conn, resp, keys)
+		if f.processResponse(ctx, conn, resp, keys) {
+			conn = f.dropConn(ctx, conn)
+		}
 	}
+}
+
+// errLeaderConn marks a request to the leader that failed in transport
+// (not an error code): the connection is dropped and dialed again, as
+// after a failed Fetch.
+var errLeaderConn = errors.New("replication: request to the leader failed")
+
+// dropConn closes a connection a request failed on, starts the next fetch
+// session over and backs off; it returns the nil connection to use.
+func (f *replicaFetcher) dropConn(ctx context.Context, conn LeaderConn) LeaderConn {
+	conn.Close()
+	f.sessions = followerSession{}
+	f.sleep(ctx, f.rm.now().Add(f.cfg.FetchBackoff))
+	return nil
 }
 
 // sleep waits until t, a wake-up or the end of ctx.
@@ -295,8 +318,9 @@ func (f *replicaFetcher) buildFetch(ready []fetchState) (*kmsg.FetchRequest, map
 }
 
 // processResponse handles each partition of a fetch response
-// (AbstractFetcherThread.processFetchRequest).
-func (f *replicaFetcher) processResponse(ctx context.Context, conn LeaderConn, resp *kmsg.FetchResponse, keys map[storage.TopicPartition]fetchKey) {
+// (AbstractFetcherThread.processFetchRequest). It reports whether a request
+// it sent meanwhile (ListOffsets) failed in transport.
+func (f *replicaFetcher) processResponse(ctx context.Context, conn LeaderConn, resp *kmsg.FetchResponse, keys map[storage.TopicPartition]fetchKey) (broken bool) {
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		name := rt.Topic
@@ -314,12 +338,15 @@ func (f *replicaFetcher) processResponse(ctx context.Context, conn LeaderConn, r
 			if !ok || s.gen != k.gen || s.fetchOffset != k.fetchOffset || s.leaderEpoch != k.leaderEpoch {
 				continue // changed while the fetch was in flight
 			}
-			f.processPartition(ctx, conn, &s, k, rp)
+			if f.processPartition(ctx, conn, &s, k, rp) {
+				return true
+			}
 		}
 	}
+	return false
 }
 
-func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, s *fetchState, k fetchKey, rp *kmsg.FetchResponseTopicPartition) {
+func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, s *fetchState, k fetchKey, rp *kmsg.FetchResponseTopicPartition) (broken bool) {
 	log := []zap.Field{zap.String("topic", s.tp.Topic), zap.Int32("partition", s.tp.Partition)}
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
@@ -357,7 +384,7 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 		if err != nil {
 			f.logger.Info("resolving OFFSET_OUT_OF_RANGE failed", append(log, zap.Error(err))...)
 			f.delay(s.tp, k)
-			return
+			return errors.Is(err, errLeaderConn)
 		}
 		f.update(s.tp, k, func(st *fetchState) {
 			st.fetchOffset, st.lastFetchedEpoch, st.delayUntil = next, s.p.latestEpoch(), time.Time{}
@@ -374,6 +401,7 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 		f.logger.Debug("fetch partition error", append(log, zap.Error(err))...)
 		f.delay(s.tp, k)
 	}
+	return false
 }
 
 // errStaleFetch: the partition's leadership changed since the fetch was
@@ -550,9 +578,9 @@ func lacksDivergingEpoch(conn LeaderConn) bool {
 // ready partition whose log end was not yet checked against this leader,
 // ask the leader where our latest epoch ends and truncate with the same
 // rules as a diverging epoch. Partitions without epochs were truncated to
-// the high watermark when added. It reports whether any state changed.
-func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, conn LeaderConn, ready []fetchState) bool {
-	changed := false
+// the high watermark when added. It reports whether any state changed and
+// whether a request failed in transport (the connection is to be dropped).
+func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, conn LeaderConn, ready []fetchState) (changed, broken bool) {
 	for i := range ready {
 		s := &ready[i]
 		if s.epochChecked {
@@ -572,6 +600,9 @@ func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, con
 		case err != nil:
 			f.logger.Info("OffsetForLeaderEpoch failed", zap.String("topic", s.tp.Topic), zap.Int32("partition", s.tp.Partition), zap.Error(err))
 			f.delay(s.tp, k)
+			if errors.Is(err, errLeaderConn) {
+				return changed, true
+			}
 			continue
 		}
 		next, last, done, _, err := f.rm.truncateOnDivergence(s, epoch, end)
@@ -583,7 +614,7 @@ func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, con
 			st.fetchOffset, st.lastFetchedEpoch, st.epochChecked = next, last, done
 		})
 	}
-	return changed
+	return changed, false
 }
 
 // offsetForLeaderEpoch asks the leader for the end of epoch
@@ -599,7 +630,7 @@ func (f *replicaFetcher) offsetForLeaderEpoch(ctx context.Context, conn LeaderCo
 	req.Topics = append(req.Topics, t)
 	raw, err := conn.Request(ctx, req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("%w: %w", errLeaderConn, err)
 	}
 	for _, rt := range raw.(*kmsg.OffsetForLeaderEpochResponse).Topics {
 		for _, sp := range rt.Partitions {
@@ -693,7 +724,7 @@ func (f *replicaFetcher) listOffset(ctx context.Context, conn LeaderConn, s *fet
 	req.Topics = append(req.Topics, t)
 	raw, err := conn.Request(ctx, req)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", errLeaderConn, err)
 	}
 	resp := raw.(*kmsg.ListOffsetsResponse)
 	for _, rt := range resp.Topics {

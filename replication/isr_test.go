@@ -1,12 +1,15 @@
 package replication
 
 import (
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
@@ -21,10 +24,19 @@ import (
 // (UnifiedLog.truncateTo truncates the epoch cache even when the offset is
 // at the log end) to fetch again and rejoin the ISR within
 // replica.lag.time.max.ms.
+// With a leader without KIP-320 (Fetch v11) the follower truncates through
+// OffsetForLeaderEpoch instead, by the same rules.
 func TestReplicationIsrRejoinAfterEmptyEpoch(t *testing.T) {
+	for _, v := range []int16{17, 11} {
+		t.Run(fmt.Sprint("fetch v", v), func(t *testing.T) { testIsrRejoinAfterEmptyEpoch(t, v) })
+	}
+}
+
+func testIsrRejoinAfterEmptyEpoch(t *testing.T, fetchVersion int16) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := testReplicationConfig()
 		c := newCluster(t, 3, cfg)
+		c.fetchVersion = fetchVersion
 		c.createTopic("t", []int32{1, 2, 3}, 1, nil, map[string]string{"min.insync.replicas": "2"})
 		for i := range 3 {
 			if res := <-c.produceAsync(1, "t", -1, batch(2, "a"+string(rune('0'+i)))); res.ErrorCode != 0 {
@@ -381,6 +393,36 @@ func TestReplicationIsrAfterWholeClusterKill(t *testing.T) {
 			if got := c.logValues(id, "t"); !slices.Equal(got, want) {
 				t.Fatalf("node %d log %v, want %v", id, got, want)
 			}
+		}
+	})
+}
+
+// A request a follower sends its leader besides Fetch (OffsetForLeaderEpoch
+// to a leader without KIP-320, ListOffsets after OFFSET_OUT_OF_RANGE) that
+// fails in transport drops the connection, as a failed Fetch does: a
+// follower that kept using the dead one never fetched again.
+func TestReplicationLostOffsetForLeaderEpochReconnects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testReplicationConfig())
+		c.fetchVersion = 11
+		var dropped atomic.Int32
+		c.netFault = func(from, to int32, req kmsg.Request) netFate {
+			if _, ok := req.(*kmsg.OffsetForLeaderEpochRequest); ok && from == 1 && dropped.Add(1) == 1 {
+				return netFate{dropReq: true}
+			}
+			return netFate{}
+		}
+		c.createTopic("t", []int32{1, 2, 3}, 1, nil, nil)
+		if res := <-c.produceAsync(1, "t", -1, batch(3, "a")); res.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.elect("t", 2, nil)
+		if res := <-c.produceAsync(2, "t", -1, batch(2, "b")); res.ErrorCode != 0 {
+			t.Fatalf("produce to node 2: %v", kerr.ErrorForCode(res.ErrorCode))
+		}
+		c.waitFor("node 1 caught up", func() bool { return c.part(1, "t").Snapshot().LogEndOffset == 5 })
+		if dropped.Load() < 2 {
+			t.Fatalf("%d OffsetForLeaderEpoch requests from node 1", dropped.Load())
 		}
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage"
@@ -163,12 +164,15 @@ func simulate(t *testing.T, seed uint64, steps int, verbose bool) error {
 	cfg := testReplicationConfig()
 	s.c = newCluster(t, 3, cfg)
 	s.c.netFault = s.netFault
+	if rng.IntN(4) == 0 {
+		s.c.fetchVersion = 11 // leaders without KIP-320: OffsetForLeaderEpoch truncation
+	}
 	configs := map[string]string{"min.insync.replicas": "2"}
 	if s.durable {
 		configs["flush.messages"] = "1"
 	}
 	s.c.createTopic(simTopic, []int32{1, 2, 3}, 1, nil, configs)
-	s.logf("seed %d: 3 replicas, min.insync.replicas=2, durable=%v", seed, s.durable)
+	s.logf("seed %d: 3 replicas, min.insync.replicas=2, durable=%v, fetch v%d", seed, s.durable, s.c.fetchVersion)
 	for step := range steps {
 		s.step(step)
 		synctest.Wait()
@@ -215,7 +219,7 @@ func simulate(t *testing.T, seed uint64, steps int, verbose bool) error {
 // netFault is the cluster's network: cut nodes are unreachable (the
 // helpers' down flag), and with lossy on, a request is sometimes delayed,
 // lost, or answered with the answer lost.
-func (s *sim) netFault(from, to int32) netFate {
+func (s *sim) netFault(from, to int32, _ kmsg.Request) netFate {
 	s.netMu.Lock()
 	defer s.netMu.Unlock()
 	if !s.lossy.Load() {
@@ -320,7 +324,7 @@ func (s *sim) produce() {
 		recs[i] = storage.Record{Value: []byte(v), Timestamp: time.Now().UnixMilli()}
 	}
 	b := storage.BuildBatch(storage.BatchOptions{Producer: &storage.BatchProducer{ID: 7, Epoch: 0, BaseSequence: s.seq}}, recs...)
-	fate, err := s.c.fate(context.Background(), 0, m.Leader)
+	fate, err := s.c.fate(context.Background(), 0, m.Leader, nil)
 	if err != nil || nd.down.Load() {
 		s.logf("produce seq %d to %d: lost", s.seq, m.Leader)
 		return
