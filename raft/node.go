@@ -189,7 +189,7 @@ func (n *Node) Start() error {
 	}
 	store := n.cfg.Log
 	if store == nil {
-		if err := n.cfg.FS.MkdirAll(partitionDir(n.cfg.MetadataLogDir), 0o755); err != nil {
+		if err := vfs.MkdirAllSync(n.cfg.FS, partitionDir(n.cfg.MetadataLogDir), 0o755); err != nil {
 			return err
 		}
 		sl, err := openStorageLog(n.cfg.FS, partitionDir(n.cfg.MetadataLogDir), n.cfg.Snapshots.SegmentBytes, n.cfg.Snapshots.SegmentMs, n.cfg.Now, n.cfg.Logger)

@@ -30,6 +30,12 @@ type rcNode struct {
 	cache *metadatacache.Cache
 	logs  *memLogs
 	down  atomic.Bool
+	// epoch is the broker epoch of the node's current registration: it
+	// changes when the node restarts (RegisterBrokerRecord).
+	epoch atomic.Int64
+	// live is rm for other nodes' goroutines (rm and cache change only
+	// under rcluster.mu, from the test's goroutine); nil while crashed.
+	live atomic.Pointer[ReplicaManager]
 }
 
 type rcluster struct {
@@ -42,9 +48,46 @@ type rcluster struct {
 
 	alters   atomic.Int32 // AlterPartition requests handled
 	ctrlDown atomic.Bool
+	// ctrl is the controller's own image: it has every record at once.
+	ctrl *metadatacache.Cache
+	// holdImages: records reach the controller's image at once but the
+	// nodes' only at releaseImages (metadata propagation lag).
+	holdImages atomic.Bool
+	held       []metadatacache.Batch // guarded by mu
 	// fetchVersion is the Fetch version leaders serve (17 when 0); below
 	// 12 there are no diverging epochs (a pre-KIP-320 leader).
 	fetchVersion int16
+	// netFault, when set, decides the fate of each message between nodes
+	// (to 0: the controller): delayed, the request lost, or the answer
+	// lost after the request took effect.
+	netFault func(from, to int32, req kmsg.Request) netFate
+}
+
+// netFate is what happens to one request.
+type netFate struct {
+	delay             time.Duration
+	dropReq, dropResp bool
+}
+
+// fate asks netFault about one request and waits out its delay.
+func (c *rcluster) fate(ctx context.Context, from, to int32, req kmsg.Request) (netFate, error) {
+	if c.netFault == nil {
+		return netFate{}, nil
+	}
+	f := c.netFault(from, to, req)
+	if f.delay > 0 {
+		t := time.NewTimer(f.delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return f, ctx.Err()
+		case <-t.C:
+		}
+	}
+	if f.dropReq {
+		return f, errConnDown
+	}
+	return f, nil
 }
 
 // LogDirs, LogDirOf and FS make memLogs a hwCheckpointLogs.
@@ -70,9 +113,12 @@ func testReplicationConfig() ReplicationConfig {
 
 func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 	t.Helper()
-	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg}
+	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg,
+		ctrl: metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})}
 	for id := int32(1); id <= int32(n); id++ {
-		c.nodes[id] = &rcNode{id: id, logs: newMemLogs()}
+		nd := &rcNode{id: id, logs: newMemLogs()}
+		nd.epoch.Store(brokerEpochOf(id))
+		c.nodes[id] = nd
 	}
 	for _, nd := range c.nodes {
 		c.startNode(nd)
@@ -86,7 +132,9 @@ func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 	c.apply(recs...)
 	t.Cleanup(func() {
 		for _, nd := range c.nodes {
-			nd.rm.Close()
+			if nd.rm != nil {
+				nd.rm.Close()
+			}
 			nd.logs.close()
 		}
 	})
@@ -97,35 +145,80 @@ func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 // metadata so far (a restart keeps the logs).
 func (c *rcluster) startNode(nd *rcNode) {
 	id := nd.id
-	nd.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
-	nd.rm = New(Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
-		BrokerEpoch: func() int64 { return brokerEpochOf(id) }})
-	nd.cache.Subscribe(nd.rm.OnImage)
+	cache := metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
+	rm := New(Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
+		BrokerEpoch: nd.epoch.Load})
+	cache.Subscribe(rm.OnImage)
+	c.mu.Lock()
+	// replay the metadata so far: the controller's, or another node's
+	var img *metadatacache.Image
+	if c.ctrl != nil {
+		img = c.ctrl.Image()
+	}
 	for _, other := range c.nodes {
-		if other != nd && other.cache != nil && other.rm != nil && !other.cache.Image().IsEmpty() {
-			recs := other.cache.Image().Records()
-			c.mu.Lock()
-			if err := nd.cache.Apply(metadatacache.Batch{BaseOffset: 0, LastOffset: int64(len(recs)) - 1, Epoch: 1, Records: recs}); err != nil {
-				c.t.Fatalf("replay: %v", err)
-			}
-			c.mu.Unlock()
-			break
+		if img == nil && other != nd && other.cache != nil && !other.cache.Image().IsEmpty() {
+			img = other.cache.Image()
 		}
 	}
+	if img != nil && !img.IsEmpty() {
+		recs := img.Records()
+		if err := cache.Apply(metadatacache.Batch{BaseOffset: 0, LastOffset: int64(len(recs)) - 1, Epoch: 1, Records: recs}); err != nil {
+			c.t.Fatalf("replay: %v", err)
+		}
+	}
+	nd.cache, nd.rm = cache, rm
+	nd.live.Store(rm)
+	c.mu.Unlock()
 	rcfg := c.rcfg
 	rcfg.Dial = c.dial(id)
-	nd.rm.StartReplication(rcfg)
+	rm.StartReplication(rcfg)
 }
 
 // restart closes a node's ReplicaManager (writing its HW checkpoint) and
 // starts a new one over the same logs.
 func (c *rcluster) restart(id int32) {
 	nd := c.nodes[id]
-	nd.rm.Close()
-	nd.logs.close()
-	nd.logs = &memLogs{fs: nd.logs.fs, root: nd.logs.root, now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
-	nd.rm = nil
+	c.mu.Lock()
+	rm, logs := nd.rm, nd.logs
+	nd.rm, nd.cache = nil, nil
+	nd.live.Store(nil)
+	nd.logs = &memLogs{fs: logs.fs, root: logs.root, now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
+	c.mu.Unlock()
+	rm.Close()
+	logs.close()
 	c.startNode(nd)
+}
+
+// crash is kill -9: the node stops answering at once and its disks keep
+// only what was synced (vfs.MemFS.CrashClone, given opts). The process
+// left behind is shut down against the old file system, so nothing it
+// does reaches the image the node restarts from. The node stays down
+// until restartCrashed.
+func (c *rcluster) crash(id int32, opts ...vfs.CrashOption) {
+	nd := c.nodes[id]
+	nd.down.Store(true)
+	c.mu.Lock()
+	fs := nd.logs.fs.(*vfs.MemFS).CrashClone(opts...)
+	rm, logs := nd.rm, nd.logs
+	nd.rm, nd.cache = nil, nil
+	nd.live.Store(nil)
+	nd.logs = &memLogs{fs: fs, root: logs.root, now: time.Now, crashed: true, logs: map[storage.TopicPartition]*storage.Log{}}
+	c.mu.Unlock()
+	rm.Close()
+	logs.close()
+}
+
+// restartCrashed starts a crashed node again: it recovers its logs from
+// the crash image, registers with a new broker epoch (as a restarted
+// broker does) and is reachable again.
+func (c *rcluster) restartCrashed(id int32) {
+	nd := c.nodes[id]
+	nd.epoch.Add(1000)
+	c.startNode(nd)
+	r := metadatacache.NewRegisterBrokerRecord()
+	r.BrokerID, r.BrokerEpoch, r.Fenced = id, nd.epoch.Load(), false
+	c.apply(r)
+	nd.down.Store(false)
 }
 
 func (c *rcluster) node(id int32) *rcNode { return c.nodes[id] }
@@ -136,11 +229,37 @@ func (c *rcluster) apply(recs ...metadatacache.Record) {
 	defer c.mu.Unlock()
 	b := metadatacache.Batch{BaseOffset: c.next, LastOffset: c.next + int64(len(recs)) - 1, Epoch: 1, Records: recs}
 	c.next += int64(len(recs))
+	if c.ctrl != nil {
+		if err := c.ctrl.Apply(b); err != nil {
+			c.t.Errorf("apply on the controller: %v", err)
+		}
+	}
+	if c.holdImages.Load() {
+		c.held = append(c.held, b)
+		return
+	}
+	c.applyNodesLocked(b)
+}
+
+// applyNodesLocked applies a metadata batch to every node's image. c.mu
+// must be held.
+func (c *rcluster) applyNodesLocked(b metadatacache.Batch) {
 	for id := int32(1); id <= int32(len(c.nodes)); id++ {
+		if c.nodes[id].cache == nil {
+			continue // crashed: it replays the image when it restarts
+		}
 		if err := c.nodes[id].cache.Apply(b); err != nil {
 			c.t.Errorf("apply on node %d: %v", id, err)
 		}
 	}
+}
+
+// ctrlImage is the controller's image (node 1's in clusters without one).
+func (c *rcluster) ctrlImage() *metadatacache.Image {
+	if c.ctrl != nil {
+		return c.ctrl.Image()
+	}
+	return c.nodes[1].cache.Image()
 }
 
 func (c *rcluster) createTopic(name string, replicas []int32, leader int32, isr []int32, configs map[string]string) {
@@ -242,7 +361,15 @@ func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 	if m.closed.Load() || m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() {
 		return nil, errConnDown
 	}
-	rm := m.c.nodes[m.to].rm
+	fate, err := m.c.fate(ctx, m.from, m.to, req)
+	if err != nil {
+		m.closed.Store(true) // a lost message breaks the connection
+		return nil, err
+	}
+	rm := m.c.nodes[m.to].live.Load()
+	if rm == nil || m.c.nodes[m.to].down.Load() {
+		return nil, errConnDown
+	}
 	var resp kmsg.Response
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
@@ -261,8 +388,9 @@ func (m *memConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response,
 	default:
 		return nil, fmt.Errorf("memConn: unexpected %T", req)
 	}
-	if m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() {
-		return nil, errConnDown // died while the request was parked
+	if m.c.nodes[m.to].down.Load() || m.c.nodes[m.from].down.Load() || fate.dropResp {
+		m.closed.Store(true)
+		return nil, errConnDown // died while the request was parked, or the answer was lost
 	}
 	return resp, nil
 }
@@ -290,11 +418,26 @@ type ctrlRequestor struct {
 	from int32
 }
 
-func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (r ctrlRequestor) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c := r.c
 	if c.ctrlDown.Load() || c.nodes[r.from].down.Load() {
 		return nil, errConnDown
 	}
+	fate, err := c.fate(ctx, r.from, 0, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.alterPartition(req)
+	if err == nil && (fate.dropResp || c.nodes[r.from].down.Load()) {
+		return nil, errConnDown
+	}
+	return resp, err
+}
+
+// alterPartition validates AlterPartition as the controller does and
+// publishes the accepted ISRs.
+func (r ctrlRequestor) alterPartition(req kmsg.Request) (kmsg.Response, error) {
+	c := r.c
 	ap, ok := req.(*kmsg.AlterPartitionRequest)
 	if !ok {
 		return nil, fmt.Errorf("fake controller: unexpected %T", req)
@@ -302,12 +445,12 @@ func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Respon
 	ap.Version = 3
 	c.alters.Add(1)
 	resp := ap.ResponseKind().(*kmsg.AlterPartitionResponse)
-	if ap.BrokerEpoch != brokerEpochOf(ap.BrokerID) {
+	if nd, ok := c.nodes[ap.BrokerID]; !ok || ap.BrokerEpoch != nd.epoch.Load() {
 		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 		return resp, nil
 	}
 	var recs []metadatacache.Record
-	img := c.nodes[1].cache.Image()
+	img := c.ctrlImage()
 	for _, t := range ap.Topics {
 		rt := kmsg.NewAlterPartitionResponseTopic()
 		rt.TopidID = t.TopicID
@@ -318,7 +461,18 @@ func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Respon
 			var isr []int32
 			for _, b := range pd.NewEpochISR {
 				isr = append(isr, b.BrokerID)
-				if b.BrokerEpoch != -1 && b.BrokerEpoch != brokerEpochOf(b.BrokerID) {
+				// KIP-841 / KIP-903: a fenced, shutting down or
+				// re-registered broker never joins the ISR
+				if b.BrokerID == ap.BrokerID {
+					continue
+				}
+				reg := img.Broker(b.BrokerID)
+				switch {
+				case reg == nil, reg.Fenced, reg.InControlledShutdown:
+					if p != nil && !slices.Contains(p.Isr, b.BrokerID) {
+						rp.ErrorCode = kerr.IneligibleReplica.Code
+					}
+				case b.BrokerEpoch != -1 && b.BrokerEpoch != reg.Epoch:
 					rp.ErrorCode = kerr.IneligibleReplica.Code
 				}
 			}
@@ -346,4 +500,16 @@ func (r ctrlRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Respon
 		c.apply(recs...)
 	}
 	return resp, nil
+}
+
+// releaseImages publishes the records held back by holdImages.
+func (c *rcluster) releaseImages() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holdImages.Store(false)
+	for _, b := range c.held {
+		c.applyNodesLocked(b)
+	}
+	c.held = nil
 }

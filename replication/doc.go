@@ -74,34 +74,92 @@
 // whose fetch state changed, and lists the others it dropped as forgotten;
 // a session error or a new connection starts over with a full request.
 //
-// Leader side (isr.go): a follower's fetch records its log end offset, its
-// broker epoch and when it was last caught up with the leader's log end
-// (Kafka's Replica.updateFetchStateOrThrow). The high watermark is the
-// smallest log end offset over the maximal ISR: the committed ISR plus the
-// members of a pending expansion. A follower outside the ISR that reached
-// the high watermark and the start of the current leader epoch, on a
-// live, unfenced broker not in controlled shutdown whose epoch it fetched
-// with (KIP-903), is proposed for the ISR; every replica.lag.time.max.ms/2
-// the ISR members neither at the log end nor caught up within
-// replica.lag.time.max.ms are proposed for removal. One change per
-// partition is pending at a time; alterPartitionManager sends them to the
-// controller in AlterPartition v2/v3 (topic ids, leader and partition
-// epochs, broker epochs), one request in flight, retrying transport and
-// top-level errors after replica.fetch.backoff.ms. The ISR changes when
-// the controller's PartitionChangeRecord reaches the image, which also
-// ends the pending state; OPERATION_NOT_ATTEMPTED and INELIGIBLE_REPLICA
-// drop it at once, INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH,
-// UNKNOWN_TOPIC_* and NEW_LEADER_ELECTED wait for the image. acks=all
-// completes when the high watermark passes the batch, answering
-// NOT_ENOUGH_REPLICAS (before the append) or NOT_ENOUGH_REPLICAS_AFTER_APPEND
-// when the ISR is below min.insync.replicas.
+// Leader side (isr.go), Kafka 4.4's Partition and Replica:
 //
-// The high watermark is the smallest log end offset over the ISR (the
-// leader's own, and for each follower the offset of its last fetch); it only
-// moves forward. With one replica (ISR = {leader}) it is the log end offset
-// right after each append. Every store of it is passed to the log
-// (highWatermark.Store -> storage.Log.UpdateHighWatermark). The last stable
+//   - A follower's fetch records its log end offset (the fetch offset), its
+//     broker epoch, and when it was last caught up with the leader's log end
+//     (Replica.updateFetchStateOrThrow: at the leader's log end now, or at
+//     the leader's log end as of its previous fetch then). A fetch with a
+//     broker epoch older than the follower's registration (a previous
+//     incarnation) fails with NOT_LEADER_OR_FOLLOWER and changes nothing
+//     (KIP-903). A fetch answered with a diverging epoch records nothing.
+//   - ISR expansion (maybeExpandIsr, isFollowerInSync, canAddReplicaToIsr):
+//     no change pending, an assigned replica not in the ISR, its log end at
+//     or past the high watermark and the start of the current leader epoch,
+//     on a broker that is registered, not fenced, not in controlled shutdown
+//     (KIP-841), and fetching with its registration's broker epoch.
+//   - ISR shrink (maybeShrinkIsr, every replica.lag.time.max.ms/2): the ISR
+//     members neither at the leader's log end nor caught up within
+//     replica.lag.time.max.ms.
+//   - A new leader knows nothing of its followers: each one's state starts
+//     at its first fetch, an ISR member's as caught up when the leadership
+//     began. A leader starting another epoch keeps their log end offsets and
+//     restarts their clocks (caught up now if in the ISR, never otherwise;
+//     resetReplicaState).
+//   - One change per partition is pending at a time; alterPartitionManager
+//     sends them to the controller in AlterPartition v2/v3 (topic ids, leader
+//     and partition epochs, broker epochs), one request in flight, retrying
+//     transport and top-level errors after replica.fetch.backoff.ms. An
+//     accepted change commits the ISR and partition epoch of the answer at
+//     once (handleAlterPartitionUpdate), and an image with an older partition
+//     epoch is then skipped; OPERATION_NOT_ATTEMPTED and INELIGIBLE_REPLICA
+//     drop it at once, INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH,
+//     UNKNOWN_TOPIC_* and NEW_LEADER_ELECTED wait for the image.
+//
+// The high watermark (Partition.maybeIncrementLeaderHW) is the smallest log
+// end offset over the followers it must wait for: those of the maximal ISR
+// (the committed ISR plus the members of a pending expansion, so that it
+// never counts on a replica the controller may not admit, nor drops one it
+// has not removed) and those outside it that are caught up within
+// replica.lag.time.max.ms and eligible to join it (shouldWaitForReplicaToJoinIsr:
+// a follower about to join is not left behind a high watermark it never
+// reached). It does not move while the committed ISR is below the effective
+// min.insync.replicas (min of the config and the replica count; KAFKA-15583,
+// Kafka 3.7's "strict min ISR"), never past the leader's log end offset or an
+// append still waiting for its flush.messages sync, and never backwards. So
+// acks=all completes when the high watermark passes the batch, answering
+// NOT_ENOUGH_REPLICAS before the append when the ISR is below
+// min.insync.replicas and NOT_ENOUGH_REPLICAS_AFTER_APPEND when it fell below
+// after the high watermark passed; a batch appended before the ISR fell below
+// it waits for the ISR to recover or times out. With one replica the high
+// watermark is the log end offset right after each append. The last stable
 // offset is the high watermark while there are no transactions.
+//
+// A follower's high watermark is the leader's, capped at its own log end.
+// Truncation (truncateFollower, Partition.truncateTo) always reaches the log,
+// even at or past its end: that drops leader epochs starting at the log end
+// that the leader does not have (a replica that led an epoch and appended
+// nothing in it before another leader was elected), which would otherwise
+// make its last fetched epoch diverge at its own log end forever and keep it
+// out of the ISR. A diverging-epoch answer that leaves the fetch state
+// unchanged is backed off and logged rather than refetched at once.
+//
+// # Invariants
+//
+// invariants.go checks them where the state changes; a broken one panics
+// under -tags invariants and the race detector and is returned as an error
+// (the change refused) in production:
+//
+//   - the leader's high watermark never moves backwards, never passes its log
+//     end offset, nor the log end offset of a maximal ISR member that fetched;
+//   - a follower's high watermark never passes its log end offset;
+//   - a leader never truncates its log (nothing below its high watermark is
+//     ever removed; followers may truncate below theirs only after an unclean
+//     election, logged);
+//   - a proposed ISR keeps the leader, lists assigned replicas only, and adds
+//     only members at or past the high watermark.
+//
+// sim_test.go checks the cluster-wide ones on three in-process replicas under
+// random crashes (kill -9 and power losses, vfs.MemFS.CrashClone), restarts,
+// network partitions, lost and delayed messages and leader changes, with an
+// acks=all idempotent producer: no acknowledged record is lost or duplicated,
+// the high watermark never exceeds an ISR member's log end offset, all
+// replicas agree below their high watermarks, no two nodes lead one epoch,
+// and once healed every replica rejoins the ISR. Thousands of seeds run in
+// go test; -sim.seed=N replays one with its step log.
+//
+// Every store of the high watermark is passed to the log
+// (highWatermark.Store -> storage.Log.UpdateHighWatermark).
 //
 // # Transactions
 //
@@ -177,7 +235,11 @@
 //	                    is released)
 //	  → Partition.mu → Partition.stateMu (reads leadership, truncates)
 //	  → replicaFetcher.mu (a leaf: the fetcher's partition states)
-//	alterPartitionManager.mu is a leaf. Fetcher goroutines take
+//	alterPartitionManager.mu is a leaf; its goroutine takes Partition.mu
+//	(for writing: an accepted change commits the ISR) then stateMu, with
+//	nothing else held. The ISR rules read the image and the lag time from
+//	isrView, lock-free, so that Partition.mu never waits on
+//	ReplicaManager.mu. Fetcher goroutines take
 //	replicaFetcher.mu, or Partition.mu then stateMu, never both, and
 //	never fetcherManager.mu; network requests hold no lock. stateMu guards
 //	the pending ISR change (isrChg) with the followers' fetch state.

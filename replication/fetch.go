@@ -328,7 +328,9 @@ func (rm *ReplicaManager) read(params fetchParams, fp fetchPart, limit int32, mi
 		return r
 	}
 	if follower && updateFetchState && r.diverging == nil {
-		rm.followerFetched(p, params.replicaID, params.replicaEpoch, fp.fetchOffset, fp.logStartOffset)
+		if err := rm.followerFetched(p, params.replicaID, params.replicaEpoch, fp.fetchOffset, fp.logStartOffset); err != nil {
+			return errResult(fp, errorCode(err)) // a stale broker epoch (KIP-903)
+		}
 	}
 	return r
 }

@@ -190,8 +190,15 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			f.sessions = followerSession{}
 			f.noDiverging = lacksDivergingEpoch(conn)
 		}
-		if f.noDiverging && f.truncateByOffsetForLeaderEpoch(ctx, conn, ready) {
-			continue // fetch states moved: take the ready set again
+		if f.noDiverging {
+			changed, broken := f.truncateByOffsetForLeaderEpoch(ctx, conn, ready)
+			if broken {
+				conn = f.dropConn(ctx, conn)
+				continue
+			}
+			if changed {
+				continue // fetch states moved: take the ready set again
+			}
 		}
 		req, keys := f.buildFetch(ready)
 		// replica.socket.timeout.ms (30 s) past the long poll bounds a
@@ -218,8 +225,24 @@ func (f *replicaFetcher) run(ctx context.Context) {
 			}
 			continue
 		}
-		f.processResponse(ctx, conn, resp, keys)
+		if f.processResponse(ctx, conn, resp, keys) {
+			conn = f.dropConn(ctx, conn)
+		}
 	}
+}
+
+// errLeaderConn marks a request to the leader that failed in transport
+// (not an error code): the connection is dropped and dialed again, as
+// after a failed Fetch.
+var errLeaderConn = errors.New("replication: request to the leader failed")
+
+// dropConn closes a connection a request failed on, starts the next fetch
+// session over and backs off; it returns the nil connection to use.
+func (f *replicaFetcher) dropConn(ctx context.Context, conn LeaderConn) LeaderConn {
+	conn.Close()
+	f.sessions = followerSession{}
+	f.sleep(ctx, f.rm.now().Add(f.cfg.FetchBackoff))
+	return nil
 }
 
 // sleep waits until t, a wake-up or the end of ctx.
@@ -295,8 +318,9 @@ func (f *replicaFetcher) buildFetch(ready []fetchState) (*kmsg.FetchRequest, map
 }
 
 // processResponse handles each partition of a fetch response
-// (AbstractFetcherThread.processFetchRequest).
-func (f *replicaFetcher) processResponse(ctx context.Context, conn LeaderConn, resp *kmsg.FetchResponse, keys map[storage.TopicPartition]fetchKey) {
+// (AbstractFetcherThread.processFetchRequest). It reports whether a request
+// it sent meanwhile (ListOffsets) failed in transport.
+func (f *replicaFetcher) processResponse(ctx context.Context, conn LeaderConn, resp *kmsg.FetchResponse, keys map[storage.TopicPartition]fetchKey) (broken bool) {
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		name := rt.Topic
@@ -314,12 +338,15 @@ func (f *replicaFetcher) processResponse(ctx context.Context, conn LeaderConn, r
 			if !ok || s.gen != k.gen || s.fetchOffset != k.fetchOffset || s.leaderEpoch != k.leaderEpoch {
 				continue // changed while the fetch was in flight
 			}
-			f.processPartition(ctx, conn, &s, k, rp)
+			if f.processPartition(ctx, conn, &s, k, rp) {
+				return true
+			}
 		}
 	}
+	return false
 }
 
-func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, s *fetchState, k fetchKey, rp *kmsg.FetchResponseTopicPartition) {
+func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, s *fetchState, k fetchKey, rp *kmsg.FetchResponseTopicPartition) (broken bool) {
 	log := []zap.Field{zap.String("topic", s.tp.Topic), zap.Int32("partition", s.tp.Partition)}
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
@@ -329,7 +356,16 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			err  error
 		)
 		if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-			next, last, _, err = f.rm.truncateOnDivergence(s, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+			next, last, err = f.rm.truncateOnDivergenceHW(s, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset, rp.HighWatermark)
+			if err == nil && next == s.fetchOffset && last == s.lastFetchedEpoch {
+				// The same fetch would get the same answer: rather than
+				// spin, back off and say so (a bug, never expected).
+				f.logger.Warn("diverging epoch left the fetch state unchanged", append(log,
+					zap.Int64("fetchOffset", next), zap.Int32("lastFetchedEpoch", last),
+					zap.Int32("divergingEpoch", rp.DivergingEpoch.Epoch), zap.Int64("divergingEndOffset", rp.DivergingEpoch.EndOffset))...)
+				f.delay(s.tp, k)
+				return
+			}
 		} else {
 			next, last, err = f.rm.appendFetched(s, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
 		}
@@ -348,7 +384,7 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 		if err != nil {
 			f.logger.Info("resolving OFFSET_OUT_OF_RANGE failed", append(log, zap.Error(err))...)
 			f.delay(s.tp, k)
-			return
+			return errors.Is(err, errLeaderConn)
 		}
 		f.update(s.tp, k, func(st *fetchState) {
 			st.fetchOffset, st.lastFetchedEpoch, st.delayUntil = next, s.p.latestEpoch(), time.Time{}
@@ -365,6 +401,7 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 		f.logger.Debug("fetch partition error", append(log, zap.Error(err))...)
 		f.delay(s.tp, k)
 	}
+	return false
 }
 
 // errStaleFetch: the partition's leadership changed since the fetch was
@@ -424,6 +461,10 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 	}
 	hw := p.hw.Load()
 	p.stateMu.Unlock()
+	if err := p.checkFollowerHighWatermarkLocked(hw, leo); err != nil {
+		p.mu.RUnlock()
+		return 0, 0, err
+	}
 	if leaderLogStart > l.LogStartOffset() && leaderLogStart <= hw {
 		if err := l.IncrementLogStartOffset(leaderLogStart); err != nil {
 			rm.logger.Warn("following the leader's log start offset failed", zap.String("topic", p.tp.Topic),
@@ -441,6 +482,36 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 	return leo, last, nil
 }
 
+// truncateOnDivergenceHW is truncateOnDivergence for a Fetch answer, which
+// also carries the leader's high watermark: once the truncation is done, the
+// log agrees with the leader's up to its new end, and the high watermark
+// (capped there) is taken. Kafka leaves it to the next fetch ("those will be
+// updated by the next fetch"), but the leader's fetch session does not send
+// a high watermark it already sent, so a follower with nothing left to
+// fetch would keep its old one until the leader's moved again.
+func (rm *ReplicaManager) truncateOnDivergenceHW(s *fetchState, epoch int32, endOffset, leaderHW int64) (int64, int32, error) {
+	next, last, _, agreed, err := rm.truncateOnDivergence(s, epoch, endOffset)
+	if err != nil || !agreed {
+		return next, last, err
+	}
+	p := s.p
+	p.mu.RLock()
+	moved := false
+	if p.followingLocked(s) {
+		p.stateMu.Lock()
+		if hw := min(leaderHW, p.log.LogEndOffset()); hw > p.hw.Load() {
+			p.hw.Store(hw)
+			moved = true
+		}
+		p.stateMu.Unlock()
+	}
+	p.mu.RUnlock()
+	if moved {
+		p.watch.wakeAll()
+	}
+	return next, last, nil
+}
+
 // truncateOnDivergence is AbstractFetcherThread.truncateOnFetchResponse and
 // getOffsetTruncationState (KIP-279/320): the leader says our last fetched
 // epoch ends at (epoch, endOffset) in its log.
@@ -451,19 +522,20 @@ func (rm *ReplicaManager) appendFetched(s *fetchState, records []byte, leaderHW,
 //     ours ends, and the next fetch (with the new last epoch) goes on;
 //   - same epoch: truncate to min(endOffset, our end of it, LEO): done.
 //
-// It returns the next fetch offset, the last fetched epoch and whether the
-// truncation is complete (false in the third case).
-func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOffset int64) (int64, int32, bool, error) {
+// It returns the next fetch offset, the last fetched epoch, whether the
+// truncation is complete (false in the third case) and whether the log now
+// agrees with the leader's up to its end (the fourth case).
+func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOffset int64) (next int64, last int32, done, agreed bool, err error) {
 	p := s.p
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.followingLocked(s) {
-		return 0, 0, false, errStaleFetch
+		return 0, 0, false, false, errStaleFetch
 	}
 	l := p.log
 	leo := l.LogEndOffset()
 	var target int64
-	done := true
+	done = true
 	switch {
 	case epoch < 0 || endOffset < 0:
 		target = min(p.hw.Load(), leo)
@@ -475,17 +547,17 @@ func (rm *ReplicaManager) truncateOnDivergence(s *fetchState, epoch int32, endOf
 		case fe != epoch:
 			target, done = min(fo, leo), false
 		default:
-			target = min(endOffset, fo, leo)
+			target, agreed = min(endOffset, fo, leo), true
 		}
 	}
 	if err := rm.truncateFollower(p, target); err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, false, err
 	}
-	last := int32(-1)
+	last = -1
 	if e, ok := l.LatestEpoch(); ok {
 		last = e
 	}
-	return l.LogEndOffset(), last, done, nil
+	return l.LogEndOffset(), last, done, agreed, nil
 }
 
 // lacksDivergingEpoch reports whether the leader serves Fetch below v12
@@ -506,9 +578,9 @@ func lacksDivergingEpoch(conn LeaderConn) bool {
 // ready partition whose log end was not yet checked against this leader,
 // ask the leader where our latest epoch ends and truncate with the same
 // rules as a diverging epoch. Partitions without epochs were truncated to
-// the high watermark when added. It reports whether any state changed.
-func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, conn LeaderConn, ready []fetchState) bool {
-	changed := false
+// the high watermark when added. It reports whether any state changed and
+// whether a request failed in transport (the connection is to be dropped).
+func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, conn LeaderConn, ready []fetchState) (changed, broken bool) {
 	for i := range ready {
 		s := &ready[i]
 		if s.epochChecked {
@@ -528,9 +600,12 @@ func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, con
 		case err != nil:
 			f.logger.Info("OffsetForLeaderEpoch failed", zap.String("topic", s.tp.Topic), zap.Int32("partition", s.tp.Partition), zap.Error(err))
 			f.delay(s.tp, k)
+			if errors.Is(err, errLeaderConn) {
+				return changed, true
+			}
 			continue
 		}
-		next, last, done, err := f.rm.truncateOnDivergence(s, epoch, end)
+		next, last, done, _, err := f.rm.truncateOnDivergence(s, epoch, end)
 		if err != nil {
 			f.delay(s.tp, k)
 			continue
@@ -539,7 +614,7 @@ func (f *replicaFetcher) truncateByOffsetForLeaderEpoch(ctx context.Context, con
 			st.fetchOffset, st.lastFetchedEpoch, st.epochChecked = next, last, done
 		})
 	}
-	return changed
+	return changed, false
 }
 
 // offsetForLeaderEpoch asks the leader for the end of epoch
@@ -555,7 +630,7 @@ func (f *replicaFetcher) offsetForLeaderEpoch(ctx context.Context, conn LeaderCo
 	req.Topics = append(req.Topics, t)
 	raw, err := conn.Request(ctx, req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("%w: %w", errLeaderConn, err)
 	}
 	for _, rt := range raw.(*kmsg.OffsetForLeaderEpochResponse).Topics {
 		for _, sp := range rt.Partitions {
@@ -572,17 +647,21 @@ func (f *replicaFetcher) offsetForLeaderEpoch(ctx context.Context, conn LeaderCo
 }
 
 // truncateFollower truncates p's log to offset and caps the high watermark
-// at the new log end (Partition.truncateTo). p.mu must be held.
+// at the new log end (Partition.truncateTo). The log is truncated even when
+// offset is at or past its end: that drops leader epochs starting at the
+// log end offset that the leader does not have (UnifiedLog.truncateTo).
+// p.mu must be held.
 func (rm *ReplicaManager) truncateFollower(p *Partition, offset int64) error {
+	if err := p.checkTruncationLocked(offset); err != nil {
+		return err
+	}
 	l := p.log
-	if offset < l.LogEndOffset() {
-		if offset < p.hw.Load() {
-			rm.logger.Warn("truncating below the high watermark", zap.String("topic", p.tp.Topic),
-				zap.Int32("partition", p.tp.Partition), zap.Int64("offset", offset), zap.Int64("highWatermark", p.hw.Load()))
-		}
-		if err := l.Truncate(offset); err != nil {
-			return err
-		}
+	if offset < l.LogEndOffset() && offset < p.hw.Load() {
+		rm.logger.Warn("truncating below the high watermark", zap.String("topic", p.tp.Topic),
+			zap.Int32("partition", p.tp.Partition), zap.Int64("offset", offset), zap.Int64("highWatermark", p.hw.Load()))
+	}
+	if err := l.Truncate(offset); err != nil {
+		return err
 	}
 	p.stateMu.Lock()
 	if leo := l.LogEndOffset(); p.hw.Load() > leo {
@@ -645,7 +724,7 @@ func (f *replicaFetcher) listOffset(ctx context.Context, conn LeaderConn, s *fet
 	req.Topics = append(req.Topics, t)
 	raw, err := conn.Request(ctx, req)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", errLeaderConn, err)
 	}
 	resp := raw.(*kmsg.ListOffsetsResponse)
 	for _, rt := range resp.Topics {

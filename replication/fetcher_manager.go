@@ -119,6 +119,7 @@ func (rm *ReplicaManager) StartReplication(cfg ReplicationConfig) {
 	r.fetchers = &fetcherManager{rm: rm, cfg: &r.cfg, fetchers: map[fetcherKey]*replicaFetcher{},
 		assigned: map[storage.TopicPartition]assignment{}}
 	r.alter = newAlterPartitionManager(rm, cfg.FetchBackoff)
+	rm.isr.lag.Store(int64(cfg.LagTimeMax))
 	rm.repl.Store(r)
 	select {
 	case <-rm.closed:

@@ -50,6 +50,7 @@ func TestReplicationOverTCP(t *testing.T) {
 	var recs []metadatacache.Record
 	for id := int32(1); id <= n; id++ {
 		nd := &rcNode{id: id, logs: newMemLogs()}
+		nd.epoch.Store(brokerEpochOf(id))
 		c.nodes[id] = nd
 		nd.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
 		nd.rm = New(Config{NodeID: id, Logs: nd.logs, Controller: ctrlRequestor{c: c, from: id},

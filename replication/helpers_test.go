@@ -21,6 +21,10 @@ type memLogs struct {
 	root string
 	now  func() time.Time
 
+	// crashed: the logs are opened after a crash (kill -9), so they are
+	// recovered from the start as after an unclean shutdown.
+	crashed bool
+
 	mu      sync.Mutex
 	logs    map[storage.TopicPartition]*storage.Log
 	deleted []storage.TopicPartition
@@ -36,7 +40,7 @@ func (m *memLogs) GetOrCreateLog(tp storage.TopicPartition, id [16]byte, cfg sto
 		return l, nil
 	}
 	l, err := storage.OpenLog(storage.LogOptions{FS: m.fs, Dir: m.root + "/" + tp.DirName(), Config: cfg, Now: m.now,
-		TopicID: id, HadCleanShutdown: true})
+		TopicID: id, HadCleanShutdown: !m.crashed})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +80,7 @@ type harness struct {
 type harnessOpt func(*Config)
 
 func newMemLogs() *memLogs {
-	return &memLogs{fs: vfs.NewMem(), root: "/data", now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
+	return &memLogs{fs: vfs.NewMemFS(), root: "/data", now: time.Now, logs: map[storage.TopicPartition]*storage.Log{}}
 }
 
 func newHarness(t *testing.T, opts ...harnessOpt) *harness {

@@ -19,6 +19,7 @@ import (
 // from replication-offset-checkpoint at start.
 type replicationExt struct {
 	repl atomic.Pointer[replicator]
+	isr  isrView // what every led partition's ISR rules read (isr.go)
 
 	hwOnce   sync.Once
 	hwLoaded map[storage.TopicPartition]int64 // written once under hwOnce

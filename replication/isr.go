@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,6 +22,46 @@ import (
 // lagged longer than replica.lag.time.max.ms leaves it. Either change is
 // proposed to the controller with AlterPartition and takes effect when the
 // controller's PartitionChangeRecord arrives in the image.
+
+// isrView is what the ISR and high watermark rules of every partition a
+// ReplicaManager leads read besides the partition: the broker registrations
+// of the latest image and replica.lag.time.max.ms. Lock-free, so that it can
+// be read with Partition.mu held (rm.mu comes before Partition.mu).
+type isrView struct {
+	image atomic.Pointer[metadatacache.Image]
+	lag   atomic.Int64 // replica.lag.time.max.ms in ns; 0 before StartReplication
+	nowFn func() time.Time
+}
+
+func (v *isrView) now() time.Time {
+	if v.nowFn == nil {
+		return time.Now()
+	}
+	return v.nowFn()
+}
+
+func (v *isrView) lagTime() time.Duration { return time.Duration(v.lag.Load()) }
+
+// caughtUp is ReplicaState.isCaughtUp: at the leader's log end offset, or
+// caught up with it within lag.
+func (f *followerState) caughtUp(leaderEnd int64, now time.Time, lag time.Duration) bool {
+	return f.logEndOffset == leaderEnd || lag > 0 && !f.lastCaughtUp.IsZero() && now.Sub(f.lastCaughtUp) <= lag
+}
+
+// isrEligible is Partition.isReplicaIsrEligible (KIP-841, KIP-903): the
+// follower's broker is registered, not fenced, not in controlled shutdown,
+// and fetched with the broker epoch of its registration (or with none, a
+// Fetch before v15).
+func isrEligible(id int32, f *followerState, img *metadatacache.Image) bool {
+	if img == nil {
+		return false
+	}
+	b := img.Broker(id)
+	if b == nil || b.Fenced || b.InControlledShutdown {
+		return false
+	}
+	return f.brokerEpoch < 0 || f.brokerEpoch == b.Epoch
+}
 
 // isrChange is a partition's ISR change state, guarded by Partition.stateMu.
 type isrChange struct {
@@ -75,19 +116,52 @@ func (p *Partition) resetIsrChange(now time.Time, becameLeader, epochsChanged bo
 	}
 }
 
+// resetFollowers is Replica.resetReplicaState for every follower when this
+// node starts a leader epoch (p.mu held for writing, the new ISR in place).
+// A new leader knows nothing of its followers yet: each one's state starts
+// at its first fetch, an ISR member's as caught up now (leaderSince). A
+// leader starting another epoch keeps what it knows of their logs; their
+// clocks restart as caught up now if in the ISR, never otherwise, and the
+// leader's log end offset to catch up with is where the epoch starts.
+func (p *Partition) resetFollowers(now time.Time, leaderEnd int64, isNewLeader bool) {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	if isNewLeader {
+		p.followers = map[int32]*followerState{}
+		return
+	}
+	for id, f := range p.followers {
+		if !slices.Contains(p.replicas, id) {
+			delete(p.followers, id)
+			continue
+		}
+		inIsr := slices.Contains(p.isr, id)
+		f.lastFetchLeaderLEO = leaderEnd
+		f.lastFetchTime, f.lastCaughtUp = time.Time{}, time.Time{}
+		if inIsr {
+			f.lastFetchTime, f.lastCaughtUp = now, now
+		}
+	}
+}
+
 // followerFetched is Partition.updateFollowerFetchState: a follower
 // fetched at fetchOffset (its log end offset). It updates the follower's
 // caught-up time (Replica.updateFetchStateOrThrow), moves the high
 // watermark and, when the follower is in sync, proposes adding it to the
-// ISR (maybeExpandIsr).
-func (rm *ReplicaManager) followerFetched(p *Partition, id int32, brokerEpoch, fetchOffset, logStart int64) {
+// ISR (maybeExpandIsr). A fetch with a broker epoch older than the
+// follower's registration (a previous incarnation of the broker) changes
+// nothing and fails with NOT_LEADER_OR_FOLLOWER (KIP-903).
+func (rm *ReplicaManager) followerFetched(p *Partition, id int32, brokerEpoch, fetchOffset, logStart int64) error {
 	img := rm.Image()
 	r := rm.repl.Load()
 	now := rm.now()
+	if b := img.Broker(id); brokerEpoch >= 0 && b != nil && !b.Fenced && b.Epoch > brokerEpoch {
+		return kerr.NotLeaderForPartition
+	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.isLeader || p.log == nil {
-		return
+		return nil
 	}
 	leo := p.log.LogEndOffset()
 	p.stateMu.Lock()
@@ -105,25 +179,27 @@ func (rm *ReplicaManager) followerFetched(p *Partition, id int32, brokerEpoch, f
 	case f.lastFetchLeaderLEO >= 0 && fetchOffset >= f.lastFetchLeaderLEO:
 		f.lastCaughtUp = maxTime(f.lastCaughtUp, f.lastFetchTime)
 	}
-	f.lastFetchLeaderLEO, f.lastFetchTime = leo, now
+	f.lastFetchLeaderLEO, f.lastFetchTime = max(leo, f.lastFetchLeaderLEO), now
 	moved := f.logEndOffset != fetchOffset
 	f.logEndOffset, f.logStartOffset = fetchOffset, logStart
-	if brokerEpoch >= 0 {
-		f.brokerEpoch = brokerEpoch
-	}
+	f.brokerEpoch = brokerEpoch
 	var item *alterItem
 	if r != nil && p.canAddToIsrLocked(id, f, img) {
-		item = p.proposeIsrLocked(append(slices.Clone(p.isr), id), rm.ownBrokerEpoch())
-		rm.logger.Info("expanding ISR", zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition),
-			zap.Int32s("isr", p.isr), zap.Int32s("newIsr", item.newIsr), zap.Int64("followerEndOffset", fetchOffset))
+		if item = p.proposeIsrLocked(append(slices.Clone(p.isr), id), rm.ownBrokerEpoch()); item != nil {
+			rm.logger.Info("expanding ISR", zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition),
+				zap.Int32s("isr", p.isr), zap.Int32s("newIsr", item.newIsr), zap.Int64("followerEndOffset", fetchOffset))
+		}
 	}
 	p.stateMu.Unlock()
-	if moved && p.maybeIncrementHW() {
+	// the high watermark may move (the follower's log end did) or may no
+	// longer wait for it (its caught-up time did)
+	if (moved || item != nil) && p.maybeIncrementHW() {
 		p.watch.wakeAll()
 	}
 	if item != nil {
 		r.alter.submit(item)
 	}
+	return nil
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -155,17 +231,17 @@ func (p *Partition) canAddToIsrLocked(id int32, f *followerState, img *metadatac
 	if s := p.leaderEpochStartOffset.Load(); s >= 0 && f.logEndOffset < s {
 		return false
 	}
-	b := img.Broker(id)
-	if b == nil || b.Fenced || b.InControlledShutdown {
-		return false
-	}
-	return f.brokerEpoch < 0 || f.brokerEpoch == b.Epoch
+	return isrEligible(id, f, img)
 }
 
 // proposeIsrLocked records newIsr as the pending change and returns the
-// AlterPartition item for it. p.mu and stateMu must be held.
+// AlterPartition item for it; nil when the proposal breaks an invariant.
+// p.mu and stateMu must be held.
 func (p *Partition) proposeIsrLocked(newIsr []int32, ownEpoch int64) *alterItem {
 	slices.Sort(newIsr)
+	if p.checkIsrProposalLocked(newIsr) != nil {
+		return nil
+	}
 	item := &alterItem{p: p, topicID: p.topicID, leaderEpoch: p.leaderEpoch, partitionEpoch: p.partitionEpoch, newIsr: newIsr}
 	for _, r := range newIsr {
 		e := int64(-1)
@@ -213,6 +289,20 @@ func (rm *ReplicaManager) maybeShrinkIsrs(lag time.Duration) {
 		if item := p.maybeShrinkIsr(now, lag, own, rm.logger); item != nil {
 			r.alter.submit(item)
 		}
+		p.refreshHighWatermark()
+	}
+}
+
+// refreshHighWatermark re-evaluates a led partition's high watermark on
+// the ISR expiration tick: a follower outside the ISR stops holding it back
+// once it has not been caught up for replica.lag.time.max.ms, with or
+// without another fetch or append to notice.
+func (p *Partition) refreshHighWatermark() {
+	p.mu.RLock()
+	moved := p.maybeIncrementHW()
+	p.mu.RUnlock()
+	if moved {
+		p.watch.wakeAll()
 	}
 }
 
@@ -252,6 +342,9 @@ func (p *Partition) maybeShrinkIsr(now time.Time, lag time.Duration, ownEpoch in
 	}
 	newIsr := slices.DeleteFunc(slices.Clone(p.isr), func(r int32) bool { return slices.Contains(out, r) })
 	item := p.proposeIsrLocked(newIsr, ownEpoch)
+	if item == nil {
+		return nil
+	}
 	logger.Info("shrinking ISR", zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition),
 		zap.Int32s("isr", p.isr), zap.Int32s("outOfSync", out), zap.Int32s("newIsr", newIsr),
 		zap.Int64("leaderEndOffset", leo), zap.Int64("highWatermark", p.hw.Load()))
@@ -408,27 +501,39 @@ func (rm *ReplicaManager) handleAlterResult(it *alterItem, rp kmsg.AlterPartitio
 	p := it.p
 	err := kerr.ErrorForCode(rp.ErrorCode)
 	log := []zap.Field{zap.String("topic", p.tp.Topic), zap.Int32("partition", p.tp.Partition), zap.Int32s("newIsr", it.newIsr)}
-	p.mu.RLock()
+	// Accepted, the answer commits the ISR at once, as the
+	// PartitionChangeRecord will (the image then only confirms it):
+	// p.mu is taken for writing, as Kafka takes leaderIsrUpdateLock.
+	p.mu.Lock()
 	p.stateMu.Lock()
 	if p.isrChg.pending != it {
 		p.stateMu.Unlock()
-		p.mu.RUnlock()
+		p.mu.Unlock()
 		return false
 	}
-	retry, reverted := false, false
+	retry, committed := false, false
 	switch err {
 	case nil:
-		// Accepted: the ISR takes effect with the PartitionChangeRecord;
-		// an answer that changed nothing (or that the image already
-		// brought) ends the pending state now.
-		if rp.PartitionEpoch <= p.partitionEpoch {
+		switch {
+		case rp.LeaderEpoch != p.leaderEpoch:
+			rm.logger.Info("ignoring an ISR change answered for another leader epoch", append(log,
+				zap.Int32("answeredLeaderEpoch", rp.LeaderEpoch), zap.Int32("leaderEpoch", p.leaderEpoch))...)
+		case rp.PartitionEpoch < p.partitionEpoch:
+			rm.logger.Info("ignoring an ISR change older than the partition state", append(log,
+				zap.Int32("answeredPartitionEpoch", rp.PartitionEpoch), zap.Int32("partitionEpoch", p.partitionEpoch))...)
+		default:
+			// a newer partition epoch: the change was made; the same
+			// one: nothing needed changing. Either way the ISR is the
+			// controller's now.
+			p.isr = slices.Clone(rp.ISR)
+			p.partitionEpoch = rp.PartitionEpoch
 			p.isrChg.pending = nil
-			reverted = true
+			committed = true
+			rm.logger.Info("ISR updated", append(log, zap.Int32s("isr", rp.ISR), zap.Int32("partitionEpoch", rp.PartitionEpoch))...)
 		}
-		rm.logger.Info("ISR change accepted", append(log, zap.Int32s("isr", rp.ISR), zap.Int32("partitionEpoch", rp.PartitionEpoch))...)
 	case kerr.OperationNotAttempted, kerr.IneligibleReplica:
 		p.isrChg.pending = nil
-		reverted = true
+		committed = true
 		rm.logger.Info("ISR change refused", append(log, zap.Error(err))...)
 	case kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.FencedLeaderEpoch, kerr.InvalidUpdateVersion, kerr.NewLeaderElected:
 		// Our view is stale: wait for the image, which resets the state.
@@ -438,10 +543,10 @@ func (rm *ReplicaManager) handleAlterResult(it *alterItem, rp kmsg.AlterPartitio
 		rm.logger.Info("ISR change failed; retrying", append(log, zap.Error(err))...)
 	}
 	p.stateMu.Unlock()
-	moved := reverted && p.maybeIncrementHW()
-	p.mu.RUnlock()
-	if moved {
-		p.watch.wakeAll()
+	moved := committed && p.maybeIncrementHW()
+	p.mu.Unlock()
+	if moved || committed {
+		p.watch.wakeAll() // acks=all waiters re-check against the new ISR
 	}
 	return retry
 }

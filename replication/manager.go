@@ -105,6 +105,7 @@ func New(cfg Config) *ReplicaManager {
 		topicCfgs:  map[string]map[string]string{},
 		sessions:   newSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction),
 	}
+	rm.isr.nowFn = cfg.Now
 	rm.pids = &producerIDs{nodeID: cfg.NodeID, controller: cfg.Controller, brokerEpoch: cfg.BrokerEpoch,
 		logger: cfg.Logger, closed: rm.closed}
 	return rm
@@ -199,6 +200,7 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 		rm.replicationOnImage(wake, removed)
 	}()
 	rm.image = img
+	rm.isr.image.Store(img)
 	defaults := map[string]string{}
 	if rm.cfg.TopicDefaults != nil {
 		maps.Copy(defaults, rm.cfg.TopicDefaults())
@@ -234,7 +236,7 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 				cfgDone = true
 			}
 			if !ok {
-				p = newPartition(tp, t.ID, rm.cfg.NodeID)
+				p = newPartition(tp, t.ID, rm.cfg.NodeID, &rm.isr)
 				rm.partitions[tp] = p
 			}
 			keep[tp] = true
@@ -298,6 +300,12 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 		p.log.SetConfig(cfg)
 		p.cfg = cfg
 	}
+	if mp.PartitionEpoch < p.partitionEpoch {
+		// The AlterPartition answer already brought a newer partition
+		// epoch (handleAlterResult): this image is behind it
+		// (Partition.makeLeader / makeFollower skip it).
+		return cfgChanged
+	}
 	wasLeader, oldEpoch := p.isLeader, p.leaderEpoch
 	epochsChanged := p.leaderEpoch != mp.LeaderEpoch || p.partitionEpoch != mp.PartitionEpoch
 	changed := epochsChanged || cfgChanged
@@ -320,9 +328,7 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 				rm.logger.Error("recording leader epoch start failed", append(log, zap.Error(err))...)
 			}
 		}
-		p.stateMu.Lock()
-		p.followers = map[int32]*followerState{}
-		p.stateMu.Unlock()
+		p.resetFollowers(rm.now(), leo, !wasLeader)
 		p.leaderEpochStartOffset.Store(leo)
 		rm.logger.Info("became leader", append(log, zap.Int32("leaderEpoch", mp.LeaderEpoch), zap.Int64("startOffset", leo))...)
 		changed = true

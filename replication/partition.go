@@ -47,6 +47,8 @@ type Partition struct {
 	leaderEpochStartOffset atomic.Int64
 
 	watch watchers // parked produce and fetch requests
+
+	view *isrView // the ReplicaManager's image and lag time, for the ISR rules
 }
 
 // followerState is the leader's view of a follower (Kafka's Replica).
@@ -79,9 +81,12 @@ func (h *highWatermark) Store(v int64) {
 	}
 }
 
-func newPartition(tp storage.TopicPartition, topicID [16]byte, nodeID int32) *Partition {
+func newPartition(tp storage.TopicPartition, topicID [16]byte, nodeID int32, view *isrView) *Partition {
+	if view == nil {
+		view = &isrView{}
+	}
 	p := &Partition{tp: tp, topicID: topicID, nodeID: nodeID, leader: -1, leaderEpoch: -1, partitionEpoch: -1,
-		followers: map[int32]*followerState{}}
+		followers: map[int32]*followerState{}, view: view}
 	p.hw.p = p
 	p.leaderEpochStartOffset.Store(-1)
 	return p
@@ -121,30 +126,48 @@ func (p *Partition) lastStableOffset() int64 {
 	return hw
 }
 
-// maybeIncrementHW moves the high watermark to the smallest log end offset
-// in the ISR (never backwards, never past the leader's LEO) and reports
-// whether it moved. p.mu must be held (read); takes stateMu.
+// maybeIncrementHW is Partition.maybeIncrementLeaderHW: the high watermark
+// moves to the smallest log end offset over the followers it must wait
+// for, those of the maximal ISR and those outside it that are caught up and
+// eligible to join it (shouldWaitForReplicaToJoinIsr), never backwards,
+// never past the leader's log end offset (nor an append still waiting for
+// its flush.messages sync), and not at all while the ISR is below the
+// effective min.insync.replicas (KAFKA-15583, Kafka 3.7: "strict min ISR").
+// It reports whether it moved. p.mu must be held (read); takes stateMu.
 func (p *Partition) maybeIncrementHW() bool {
 	if !p.isLeader || p.log == nil {
 		return false
 	}
+	if len(p.isr) < p.effectiveMinIsrLocked() {
+		return false
+	}
+	leo := p.log.LogEndOffset()
+	now, lag, img := p.view.now(), p.view.lagTime(), p.view.image.Load()
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
-	// not past an append still waiting for the sync flush.messages asks for
 	newHW := p.log.VisibleEnd()
-	for _, r := range p.maximalISRLocked() {
+	maximal := p.maximalISRLocked()
+	for _, r := range p.replicas {
 		if r == p.nodeID {
 			continue
 		}
+		inIsr := slices.Contains(maximal, r)
 		f, ok := p.followers[r]
 		if !ok {
-			newHW = min(newHW, p.hw.Load())
+			if inIsr {
+				newHW = min(newHW, p.hw.Load()) // its log end is unknown yet
+			}
 			continue
 		}
-		newHW = min(newHW, f.logEndOffset)
+		if f.logEndOffset < newHW && (inIsr || f.caughtUp(leo, now, lag) && isrEligible(r, f, img)) {
+			newHW = f.logEndOffset
+		}
 	}
 	old := p.hw.Load()
 	if newHW <= old {
+		return false
+	}
+	if err := p.checkHighWatermarkLocked(old, newHW); err != nil {
 		return false
 	}
 	p.hw.Store(newHW)
@@ -152,6 +175,12 @@ func (p *Partition) maybeIncrementHW() bool {
 		p.leaderEpochStartOffset.Store(-1)
 	}
 	return true
+}
+
+// effectiveMinIsrLocked is Partition.effectiveMinIsr: min.insync.replicas,
+// but never more than the replicas there are. p.mu must be held.
+func (p *Partition) effectiveMinIsrLocked() int {
+	return int(min(max(p.cfg.MinInSyncReplicas, 1), int32(max(len(p.replicas), 1))))
 }
 
 // Snapshot is a partition's state at one moment, for callers outside the

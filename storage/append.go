@@ -476,10 +476,11 @@ func (l *Log) AppendAsFollower(records []byte) (_ AppendInfo, err error) {
 	changed := false
 	for i, h := range v.hdrs {
 		_ = u.append(h, records[v.offs[i]:v.offs[i]+int(h.Size())])
+		// every batch's epoch goes to the cache, as the leader stamped it
+		// (UnifiedLog.maybeAssignEpochStartOffset): one older than the latest
+		// entry drops the entries it contradicts (LeaderEpochFileCache.assign)
 		if h.PartitionLeaderEpoch >= 0 {
-			if lt, ok := l.mu.epochs.latest(); !ok || h.PartitionLeaderEpoch > lt.epoch {
-				changed = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
-			}
+			changed = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
 		}
 	}
 	if err := l.commitProducers(u); err != nil {

@@ -187,4 +187,48 @@
 // Every checkpoint is written to <name>.tmp, fsynced, renamed and the directory
 // fsynced. All file I/O goes through storage/vfs, so tests run on an in-memory file
 // system and inject failed writes, failed fsyncs, short writes and torn tails.
+//
+// # Crash model
+//
+// A kill -9 loses nothing written: the page cache survives it. A power loss (or a
+// kernel crash) keeps only what was synced, and tests model it with
+// vfs.MemFS.CrashClone: a file holds what its last fsync saw, a directory entry
+// (create, rename, remove) exists as of the last fsync of its directory; with
+// vfs.CrashKeepSome a seeded part of the rest survives too (unsynced directory
+// changes as a prefix of the order they were made, file tails torn, the last block
+// possibly zeros). What the storage relies on, and keeps true:
+//
+//   - Acknowledged means synced only with flush.messages (group commit, Log.syncTo:
+//     the .log files past the durable point and, after a segment file was created
+//     or renamed, the directory). Otherwise durability is replication's.
+//   - A directory the storage creates (a log dir, a partition directory) has its
+//     parent fsynced (vfs.MkdirAllSync; Kafka does it for log dirs and leaves
+//     partition directories to the next checkpoint written in the log dir).
+//   - Checkpoints and producer snapshots are published by rename after an fsync,
+//     and the directory fsynced (vfs.WriteFileAtomic, Utils.atomicMoveWithFallback).
+//   - A truncation is fsynced (the truncated segment, and the directory when
+//     segments were renamed away) before it returns, so records acknowledged after
+//     it can never have truncated ones come back in front of them. Kafka leaves
+//     this to the file system's journal.
+//   - The cleaner's swap has one commit point (the .log.swap name, after every
+//     cleaned file and the directory were fsynced); opening a log finishes or
+//     undoes a swap cut anywhere (clean.go).
+//   - Renames of deleted segments to .deleted are not fsynced (nor in Kafka): after
+//     a crash a segment may come back; the log start offset checkpoint and recovery
+//     delete it again, and until then its records are readable again above a
+//     stale log start offset, as in Kafka.
+//   - Recovery rescans from the recovery point (every segment after an unclean
+//     shutdown), truncates at the first torn or corrupt batch, and makes the leader
+//     epoch cache agree with the batches it rescans (epochCache.recovered): the
+//     checkpoint is fsynced as soon as an epoch starts, before its records are, so
+//     it may name an epoch for offsets that hold older records after the crash.
+//     Entries starting at or past the recovered log end offset are dropped
+//     (LogLoader); an epoch the cache dropped from its start (DeleteRecords,
+//     retention) stays unknown below its first entry if the records come back.
+//
+// crash_test.go checks all of it: a workload of appends, rolls, leader epochs,
+// truncations, DeleteRecords, retention, checkpoints and partition deletions takes
+// a crash image before every file operation, strict and keeping some, and each
+// image must open, read, keep every acknowledged record and producer sequence,
+// bring back no deleted partition, and have leader epochs that match its batches.
 package storage

@@ -135,6 +135,39 @@ func (c *epochCache) truncateFromStart(start int64) bool {
 	return true
 }
 
+// recovered makes the cache agree with a batch that recovery found at base
+// with leader epoch epoch, scanning the log in order. Kafka's recovery only
+// adds an epoch newer than the latest (LogSegment.recover), trusting the
+// checkpoint for the rest; but the checkpoint is written, synced, as soon as
+// an epoch starts, before the records it describes are synced, so after a
+// crash it can name an epoch for offsets that now hold older records (a
+// truncation that was not synced came back, the new records did not). An
+// epoch the cache says started at or before a batch of an older epoch is
+// dropped, with the entries after it; a batch of an epoch newer than the
+// one the cache has for it starts that epoch there. It reports whether the
+// cache changed.
+func (c *epochCache) recovered(epoch int32, base int64) bool {
+	if epoch < 0 {
+		return false
+	}
+	changed := false
+	for {
+		i := len(c.entries) - 1
+		for i >= 0 && c.entries[i].start > base {
+			i--
+		}
+		if i >= 0 && c.entries[i].epoch > epoch {
+			c.entries = c.entries[:i]
+			changed = true
+			continue
+		}
+		if i < 0 || c.entries[i].epoch < epoch {
+			changed = c.assign(epoch, base) || changed
+		}
+		return changed
+	}
+}
+
 // epochForOffset returns the epoch whose range holds off.
 func (c *epochCache) epochForOffset(off int64) (int32, bool) {
 	for i := len(c.entries) - 1; i >= 0; i-- {

@@ -9,8 +9,13 @@ import (
 )
 
 // Truncate removes every offset >= offset (UnifiedLog.truncateTo). Truncating at or
-// beyond the log end offset does nothing; below the log start offset it is
-// TruncateFullyAndStartAt(offset).
+// beyond the log end offset keeps every record but still drops the leader epochs
+// that start at the log end offset: a replica that became leader and wrote nothing
+// in its epoch before another leader was elected has such an entry, which no other
+// replica has, and a follower keeping it would fetch with a last fetched epoch the
+// leader answers with a diverging epoch at this very offset, forever. Below the
+// first segment's base offset it is TruncateFullyAndStartAt(offset); otherwise the
+// log start offset follows the truncation down if it was above.
 func (l *Log) Truncate(offset int64) (err error) {
 	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
@@ -24,11 +29,17 @@ func (l *Log) Truncate(offset int64) (err error) {
 		return fmt.Errorf("storage: cannot truncate %s to a negative offset %d", l.dir, offset)
 	}
 	if offset >= l.mu.leo {
+		if l.mu.epochs.truncateFromEnd(l.mu.leo) {
+			l.logger.Info("truncating leader epochs at the log end offset", zap.Int64("offset", offset),
+				zap.Int64("logEndOffset", l.mu.leo))
+			return l.mu.epochs.flush()
+		}
 		return nil
 	}
-	if offset < l.mu.logStartOffset {
+	if offset < l.mu.segments[0].base {
 		return l.truncateFullyLocked(offset)
 	}
+	l.mu.logStartOffset = min(l.mu.logStartOffset, offset)
 	l.logger.Info("truncating log", zap.Int64("offset", offset), zap.Int64("logEndOffset", l.mu.leo))
 	keep := l.mu.segments[:0]
 	var removed []*segment
@@ -47,6 +58,21 @@ func (l *Log) Truncate(offset int64) (err error) {
 	active := l.active()
 	if _, err := active.truncateTo(offset); err != nil {
 		return err
+	}
+	// The truncation is made durable at once: otherwise a crash after later
+	// records were synced elsewhere (a segment rolled since, whose sync does
+	// not cover this file) could bring the truncated records back in front
+	// of them, and buried segments could come back under their old names.
+	// Kafka leaves this to the file system's journal; truncations are rare
+	// (a follower meeting a new leader), so the fsyncs cost nothing.
+	if err := active.sync(); err != nil {
+		return err
+	}
+	if len(removed) > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		l.mu.dirSynced = l.mu.dirGen
 	}
 	l.mu.leo = active.nextOffset
 	if l.mu.leo != offset {
@@ -102,6 +128,12 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.mu.segments = []*segment{s}
 	l.mu.leo, l.mu.logStartOffset, l.mu.recoveryPoint = offset, offset, offset
+	// durable at once, as Truncate: the old segments must not come back
+	// under their old names after a crash
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.mu.dirSynced = l.mu.dirGen
 	if l.mu.firstDirty >= 0 {
 		l.mu.firstDirty = offset
 	}

@@ -220,7 +220,10 @@ func OpenLog(o LogOptions) (*Log, error) {
 	l.mu.firstDirty = -1
 	l.hwSeen.Store(-1)
 	l.unreplicatedMin.Store(math.MaxInt64)
-	if err := l.fs.MkdirAll(o.Dir, 0o755); err != nil {
+	// a new partition directory must survive a crash with the segment files
+	// synced in it: its entry in the log dir is fsynced (Kafka leaves this
+	// to the next checkpoint written in the log dir)
+	if err := vfs.MkdirAllSync(l.fs, o.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := completeSwaps(l.fs, o.Dir, l.logger); err != nil {
@@ -328,11 +331,7 @@ func (l *Log) loadSegments(o LogOptions) error {
 		}
 		if needRecovery {
 			truncated, err := s.recover(cfg.IndexIntervalBytes, func(h BatchHeader) {
-				if h.PartitionLeaderEpoch >= 0 {
-					if lt, ok := l.mu.epochs.latest(); !ok || h.PartitionLeaderEpoch > lt.epoch {
-						epochsChanged = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || epochsChanged
-					}
-				}
+				epochsChanged = l.mu.epochs.recovered(h.PartitionLeaderEpoch, h.BaseOffset) || epochsChanged
 			})
 			if err != nil {
 				return err

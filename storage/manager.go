@@ -315,8 +315,9 @@ func parseLogDirEntry(dir, name string) (tp TopicPartition, suffix string, err e
 // other error stops the startup.
 func (m *Manager) loadDir(dir string) (parts []TopicPartition, listed bool, _ error) {
 	fs := m.o.FS
-	// LogManager.createAndValidateLogDirs: created when missing, a readable directory
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	// LogManager.createAndValidateLogDirs: created when missing (and its parent
+	// flushed), a readable directory
+	if err := vfs.MkdirAllSync(fs, dir, 0o755); err != nil {
 		return nil, false, err
 	}
 	clean := false

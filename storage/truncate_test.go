@@ -254,3 +254,93 @@ func TestTruncateInsideBatch(t *testing.T) {
 	}
 	readAll(t, l.Log, 0)
 }
+
+// A replica that became leader and appended nothing in its epoch has an
+// epoch cache entry at its log end offset that the next leader never got.
+// Truncating to the log end offset drops it (UnifiedLog.truncateTo), on disk
+// too.
+func TestTruncateAtLogEndDropsEmptyEpoch(t *testing.T) {
+	clk := newClock()
+	fs := vfs.NewMem()
+	l := openTest(t, fs, clk, smallCfg())
+	for range 3 {
+		mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	}
+	if err := l.AssignEpochStartOffset(1, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(7); err != nil { // past the end: the same
+		t.Fatal(err)
+	}
+	if got := l.EpochEntries(); len(got) != 1 || got[0] != [2]int64{0, 0} || l.LogEndOffset() != 6 {
+		t.Fatalf("epochs %v leo %d", got, l.LogEndOffset())
+	}
+	if err := l.Truncate(6); err != nil { // nothing left to drop
+		t.Fatal(err)
+	}
+	l.Close()
+	l2 := openTest(t, fs, clk, smallCfg())
+	defer l2.Close()
+	if got := l2.EpochEntries(); len(got) != 1 || got[0] != [2]int64{0, 0} {
+		t.Fatalf("epochs after reopen %v", got)
+	}
+}
+
+// A follower's batch carries the epoch the leader stamped on it: even one
+// older than the cache's latest entry is recorded, dropping the entries it
+// contradicts (LeaderEpochFileCache.assign on every appended batch).
+func TestFollowerAppendAssignsEveryBatchEpoch(t *testing.T) {
+	clk := newClock()
+	l := openTest(t, vfs.NewMem(), clk, smallCfg())
+	defer l.Close()
+	follow := func(epoch int32) {
+		t.Helper()
+		b := batch(clk.Ms(), 2)
+		SetBaseOffset(b, l.LogEndOffset())
+		SetPartitionLeaderEpoch(b, epoch)
+		if _, err := l.AppendAsFollower(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follow(0)
+	if err := l.AssignEpochStartOffset(2, 2); err != nil { // led epoch 2, wrote nothing
+		t.Fatal(err)
+	}
+	follow(1) // epoch 1's leader wrote at 2
+	if got := l.EpochEntries(); len(got) != 2 || got[1] != [2]int64{1, 2} {
+		t.Fatalf("epochs %v, want [[0 0] [1 2]]", got)
+	}
+	follow(1) // same epoch, later offset: unchanged
+	follow(3)
+	if got := l.EpochEntries(); len(got) != 3 || got[2] != [2]int64{3, 6} {
+		t.Fatalf("epochs %v", got)
+	}
+}
+
+// Truncating below the log start offset but inside the first segment keeps
+// the segment and moves the log start offset down (UnifiedLog.truncateTo:
+// only below the first segment's base is the log truncated fully).
+func TestTruncateBelowLogStartInFirstSegment(t *testing.T) {
+	clk := newClock()
+	l := openTest(t, vfs.NewMem(), clk, smallCfg())
+	defer l.Close()
+	for range 4 {
+		mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	}
+	if err := l.IncrementLogStartOffset(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 4 || l.LogEndOffset() != 4 || l.NumSegments() != 1 {
+		t.Fatalf("start %d end %d segments %d", l.LogStartOffset(), l.LogEndOffset(), l.NumSegments())
+	}
+	if got := readAll(t, l.Log, 4); len(got) != 0 {
+		t.Fatalf("read %v", got)
+	}
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	if got := readAll(t, l.Log, 4); len(got) != 2 || got[0].Offset != 4 {
+		t.Fatalf("read %v", got)
+	}
+}

@@ -1,9 +1,11 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,19 +15,35 @@ import (
 	"time"
 )
 
-// MemFS is an in-memory FS for tests. It remembers what each file held at its last
-// Sync, so CrashClone can model a power loss: unsynced bytes are gone.
+// MemFS is an in-memory FS for tests that models what a crash keeps
+// (pebble's vfs.NewCrashableMem and CrashClone): a file's bytes survive a
+// power loss only up to its last File.Sync, and a directory entry (a file
+// or directory created, renamed or removed in it) only once a SyncDir of
+// that directory covered it. CrashClone returns the file system as the next
+// boot finds it.
+//
+// The namespace is a flat map from cleaned path to node, so a rename moves
+// a node (and its subtree) to new keys: open files keep their node, as a
+// descriptor keeps its inode. Each directory node remembers the children it
+// had at its last SyncDir, by name, pointing at the nodes they named then.
 type MemFS struct {
 	mu    sync.Mutex
 	nodes map[string]*memNode // cleaned absolute-ish path -> node; dirs and files
+	seq   int64               // numbers directory entry changes, in order
 }
 
 type memNode struct {
-	dir    bool
-	mu     sync.Mutex // guards data, synced, mod
+	dir bool
+	// syncedChildren (directories, guarded by MemFS.mu) is the directory's
+	// entries as of its last SyncDir; nil when never synced (empty after a
+	// crash). pending lists the entry changes since, in order.
+	syncedChildren map[string]*memNode
+	pending        []dirChange
+
+	mu     sync.Mutex // guards data, size, synced, ssize, mod
 	data   []byte     // bytes [len(data), size) are zeros (sparse preallocation)
 	size   int64
-	synced []byte
+	synced []byte // the bytes as of the last Sync
 	ssize  int64
 	mod    time.Time
 }
@@ -38,8 +56,8 @@ func NewMemFS() *MemFS { return newMem() }
 
 func newMem() *MemFS {
 	m := &MemFS{nodes: map[string]*memNode{}}
-	m.nodes["/"] = &memNode{dir: true}
-	m.nodes["."] = &memNode{dir: true}
+	m.nodes["/"] = &memNode{dir: true, syncedChildren: map[string]*memNode{}}
+	m.nodes["."] = &memNode{dir: true, syncedChildren: map[string]*memNode{}}
 	return m
 }
 
@@ -55,24 +73,191 @@ func parent(name string) string {
 
 func pathErr(op, name string, err error) error { return &os.PathError{Op: op, Path: name, Err: err} }
 
-// CrashClone returns a copy of the file system as it would be found after a power
-// loss: every file holds only what it held at its last Sync.
-func (m *MemFS) CrashClone() *MemFS {
+// dirChange is one directory entry change: name now names node (nil:
+// removed). The two halves of a rename share a seq.
+type dirChange struct {
+	seq  int64
+	name string
+	node *memNode
+}
+
+// changeLocked records an entry change of the directory at path dir.
+// m.mu must be held.
+func (m *MemFS) changeLocked(dir, name string, n *memNode, seq int64) {
+	if d := m.nodes[dir]; d != nil && d.dir {
+		d.pending = append(d.pending, dirChange{seq: seq, name: name, node: n})
+	}
+}
+
+func (m *MemFS) nextSeqLocked() int64 { m.seq++; return m.seq }
+
+// CrashOption changes what CrashClone keeps.
+type CrashOption func(*crashCfg)
+
+type crashCfg struct {
+	rng     *rand.Rand
+	keepPct int
+	all     bool
+}
+
+// CrashKeepAll makes CrashClone a process crash (kill -9) rather than a
+// power loss: the kernel's page cache survives it, so everything written
+// is kept, synced or not.
+func CrashKeepAll() CrashOption { return func(c *crashCfg) { c.all = true } }
+
+// CrashKeepSome makes a crash keep some of what was not synced, as a real
+// disk may, decided by rng (seed it for a replayable crash). The directory
+// entry changes not covered by a SyncDir survive up to a random point in
+// the order they were made, as a file system that journals its metadata in
+// order keeps them (a rename is atomic: a file is found under its old name
+// or its new one, never both or neither). Each file with unsynced bytes
+// keeps them with probability keepPct/100, up to a random length past what
+// was synced (a torn tail; a quarter of the time the last 4 KiB block of
+// what it kept reads as zeros, a block allocated but never written).
+// Without it CrashClone keeps nothing unsynced.
+func CrashKeepSome(rng *rand.Rand, keepPct int) CrashOption {
+	return func(c *crashCfg) { c.rng, c.keepPct = rng, keepPct }
+}
+
+func (c *crashCfg) keep() bool { return c.rng != nil && c.rng.IntN(100) < c.keepPct }
+
+// CrashClone returns a copy of the file system as it would be found after a
+// power loss: only the directory entries covered by a SyncDir of their
+// directory exist (the roots always do), and every file holds only what it
+// held at its last Sync. Options let a crash keep part of the rest. The
+// clone's state is synced: crashing it again changes nothing.
+func (m *MemFS) CrashClone(opts ...CrashOption) *MemFS {
+	var cfg crashCfg
+	for _, o := range opts {
+		o(&cfg)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := &MemFS{nodes: map[string]*memNode{}}
-	for k, n := range m.nodes {
-		n.mu.Lock()
-		nn := &memNode{dir: n.dir, mod: n.mod}
-		if !n.dir {
-			nn.data = append([]byte(nil), n.synced...)
-			nn.synced = append([]byte(nil), n.synced...)
-			nn.size, nn.ssize = n.ssize, n.ssize
+	kept := m.crashEntriesLocked(&cfg)
+	files := map[*memNode]*memNode{}
+	var walk func(p string, n *memNode)
+	walk = func(p string, n *memNode) {
+		children := kept[n]
+		nn := &memNode{dir: true, mod: n.mod, syncedChildren: map[string]*memNode{}}
+		c.nodes[p] = nn
+		for _, name := range sortedNames(children) {
+			child := children[name]
+			cp := path.Join(p, name)
+			if p == "." {
+				cp = name
+			}
+			if child.dir {
+				walk(cp, child)
+			} else {
+				f, ok := files[child]
+				if !ok {
+					f = child.crashFile(&cfg)
+					files[child] = f
+				}
+				c.nodes[cp] = f
+			}
+			nn.syncedChildren[name] = c.nodes[cp]
 		}
-		n.mu.Unlock()
-		c.nodes[k] = nn
 	}
+	walk("/", m.nodes["/"])
+	walk(".", m.nodes["."])
 	return c
+}
+
+// crashEntriesLocked gives, for every directory reachable from the roots,
+// its entries after the crash: those of its last SyncDir, then its pending
+// changes up to the cut, a point in the order of every directory's changes
+// (none without CrashKeepSome, a random one with it). m.mu must be held.
+func (m *MemFS) crashEntriesLocked(cfg *crashCfg) map[*memNode]map[string]*memNode {
+	cut := int64(0)
+	switch {
+	case cfg.all:
+		cut = m.seq
+	case cfg.rng != nil:
+		var seqs []int64
+		for _, k := range sortedNames(m.nodes) {
+			for _, ch := range m.nodes[k].pending {
+				seqs = append(seqs, ch.seq)
+			}
+		}
+		// the pending changes of removed directories no longer matter
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		if i := cfg.rng.IntN(len(seqs) + 1); i > 0 {
+			cut = seqs[i-1]
+		}
+	}
+	out := map[*memNode]map[string]*memNode{}
+	var visit func(d *memNode)
+	visit = func(d *memNode) {
+		if _, ok := out[d]; ok {
+			return
+		}
+		kept := map[string]*memNode{}
+		for name, n := range d.syncedChildren {
+			kept[name] = n
+		}
+		for _, ch := range d.pending {
+			if ch.seq > cut {
+				break
+			}
+			if ch.node == nil {
+				delete(kept, ch.name)
+			} else {
+				kept[ch.name] = ch.node
+			}
+		}
+		out[d] = kept
+		for _, name := range sortedNames(kept) {
+			if n := kept[name]; n.dir {
+				visit(n)
+			}
+		}
+	}
+	visit(m.nodes["/"])
+	visit(m.nodes["."])
+	return out
+}
+
+// crashFile is a file node as the crash leaves it: its synced bytes, or,
+// when cfg keeps its unsynced change, the current bytes torn at a random
+// point past the synced size.
+func (n *memNode) crashFile(cfg *crashCfg) *memNode {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nn := &memNode{mod: n.mod}
+	data, size := n.synced, n.ssize
+	if cfg.all {
+		data, size = n.data, n.size
+	} else if cfg.rng != nil && (n.size != n.ssize || !bytes.Equal(n.data, n.synced)) && cfg.keep() {
+		data, size = n.data, n.size
+		if size > n.ssize {
+			size = n.ssize + cfg.rng.Int64N(size-n.ssize+1)
+			data = data[:min(int64(len(data)), size)]
+			if cfg.rng.IntN(4) == 0 && size > n.ssize {
+				// the last block was allocated but its bytes never written
+				zero := max(n.ssize, (size-1)/4096*4096)
+				d := append([]byte(nil), data...)
+				if zero < int64(len(d)) {
+					clear(d[zero:])
+				}
+				data = d
+			}
+		}
+	}
+	nn.data = append([]byte(nil), data[:min(int64(len(data)), size)]...)
+	nn.synced = append([]byte(nil), nn.data...)
+	nn.size, nn.ssize = size, size
+	return nn
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (m *MemFS) lookupDir(name string) error {
@@ -101,6 +286,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 		}
 		n = &memNode{mod: time.Now()}
 		m.nodes[c] = n
+		m.changeLocked(parent(c), path.Base(c), n, m.nextSeqLocked())
 	} else if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
 		return nil, pathErr("open", name, fs.ErrExist)
 	}
@@ -137,6 +323,7 @@ func (m *MemFS) Remove(name string) error {
 		}
 	}
 	delete(m.nodes, c)
+	m.changeLocked(parent(c), path.Base(c), nil, m.nextSeqLocked())
 	return nil
 }
 
@@ -148,6 +335,9 @@ func (m *MemFS) RemoveAll(p string) error {
 	c := clean(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.nodes[c]; ok && c != "/" && c != "." {
+		m.changeLocked(parent(c), path.Base(c), nil, m.nextSeqLocked())
+	}
 	for k := range m.nodes {
 		if under(k, c) && k != "/" && k != "." {
 			delete(m.nodes, k)
@@ -170,6 +360,12 @@ func (m *MemFS) Rename(oldpath, newpath string) error {
 	if dst, ok := m.nodes[n]; ok && dst.dir != src.dir {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrExist}
 	}
+	if o == n {
+		return nil
+	}
+	seq := m.nextSeqLocked()
+	m.changeLocked(parent(o), path.Base(o), nil, seq)
+	m.changeLocked(parent(n), path.Base(n), src, seq)
 	if !src.dir {
 		delete(m.nodes, o)
 		m.nodes[n] = src
@@ -197,13 +393,22 @@ func (m *MemFS) MkdirAll(p string, perm os.FileMode) error {
 	c := clean(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var created []string
+	defer func() {
+		for i := len(created) - 1; i >= 0; i-- { // parents first
+			d := created[i]
+			m.changeLocked(parent(d), path.Base(d), m.nodes[d], m.nextSeqLocked())
+		}
+	}()
 	for d := c; ; d = parent(d) {
 		if n, ok := m.nodes[d]; ok {
 			if !n.dir {
 				return pathErr("mkdir", p, errors.New("not a directory"))
 			}
 		} else {
-			m.nodes[d] = &memNode{dir: true, mod: time.Now()}
+			nd := &memNode{dir: true, mod: time.Now()}
+			m.nodes[d] = nd
+			created = append(created, d)
 		}
 		if d == "/" || d == "." || parent(d) == d {
 			return nil
@@ -243,13 +448,24 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	return n.info(path.Base(c)), nil
 }
 
+// SyncDir makes the directory's current entries durable: a crash after it
+// finds them (and the nodes they name) as they are now.
 func (m *MemFS) SyncDir(dir string) error {
+	c := clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, ok := m.nodes[clean(dir)]
+	n, ok := m.nodes[c]
 	if !ok || !n.dir {
 		return pathErr("sync", dir, fs.ErrNotExist)
 	}
+	children := map[string]*memNode{}
+	for k, v := range m.nodes {
+		if k != c && k != "/" && k != "." && parent(k) == c {
+			children[path.Base(k)] = v
+		}
+	}
+	n.syncedChildren = children
+	n.pending = nil
 	return nil
 }
 

@@ -9,6 +9,29 @@
 //	Default       the operating system (os package)
 //	NewMem()      in-memory; Fd() is ^uintptr(0), so FileRegion falls back to ReadAt+Write
 //	NewInjecting  wraps any FS and asks an Injector before every operation
+//
+// # Crash model
+//
+// MemFS.CrashClone is a power loss: the clone holds what the next boot finds.
+//
+//   - A file's bytes are those of its last File.Sync (Datasync here is Sync).
+//     Writes, truncations and preallocation after it are gone.
+//   - A directory entry (a file or directory created in it, renamed into or
+//     out of it, removed from it) exists as of the last SyncDir of that
+//     directory. A new file whose data was synced but whose directory was
+//     not is gone; a rename not covered is undone (the file is back under
+//     its old name, with the bytes its node had synced); a remove not
+//     covered is undone. Creating a directory needs a SyncDir of its parent
+//     (MkdirAllSync).
+//   - With CrashKeepSome, each unsynced change survives with a seeded
+//     probability instead: file tails torn at a random length (the last
+//     block possibly zeros), directory entry changes whole (a rename is
+//     atomic).
+//
+// So the rules code must follow: fsync a file before publishing it by
+// rename (WriteFileAtomic), fsync the directory after creating, renaming or
+// removing an entry whose survival matters, and expect anything not synced
+// to be missing, torn or still there after a crash.
 package vfs
 
 import (
@@ -109,6 +132,37 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 		err = nil
 	}
 	return buf[:n], err
+}
+
+// MkdirAllSync is MkdirAll that makes what it creates survive a crash: the
+// parent of every directory it creates is fsynced after it, top down (as
+// LogManager does after creating a log dir). Existing directories are left
+// alone.
+func MkdirAllSync(fs FS, dir string, perm os.FileMode) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !os.IsNotExist(err) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := fs.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteFileAtomic writes data to name.tmp, fsyncs it, renames it over name and fsyncs

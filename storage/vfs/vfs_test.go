@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,6 +119,7 @@ func TestCrashClone(t *testing.T) {
 	f, _ := m.Create("/f")
 	f.Write([]byte("durable"))
 	f.Sync()
+	m.SyncDir("/")
 	f.Write([]byte("-lost"))
 	c := m.CrashClone()
 	b, _ := ReadFile(c, "/f")
@@ -127,6 +129,133 @@ func TestCrashClone(t *testing.T) {
 	b, _ = ReadFile(m, "/f")
 	if string(b) != "durable-lost" {
 		t.Fatalf("%q", b)
+	}
+	// kill -9: the page cache survives, unsynced bytes and entries too
+	g, _ := m.Create("/g")
+	g.Write([]byte("unsynced"))
+	k := m.CrashClone(CrashKeepAll())
+	if b, _ := ReadFile(k, "/f"); string(b) != "durable-lost" {
+		t.Fatalf("kill: %q", b)
+	}
+	if b, _ := ReadFile(k, "/g"); string(b) != "unsynced" {
+		t.Fatalf("kill: %q", b)
+	}
+}
+
+// exists reports whether name is in fs.
+func exists(fs FS, name string) bool {
+	_, err := fs.Stat(name)
+	return err == nil
+}
+
+// A crash keeps only the directory entries a SyncDir of their directory
+// covered: creates, renames and removes after it are undone.
+func TestCrashCloneDirectoryEntries(t *testing.T) {
+	m := NewMemFS()
+	if err := MkdirAllSync(m, "/d/p", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, data string) {
+		f, err := m.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(data))
+		f.Sync()
+		f.Close()
+	}
+	write("/d/p/kept", "k")
+	write("/d/p/old", "o")
+	write("/d/p/gone", "g")
+	m.SyncDir("/d/p")
+	// after the sync: a new file (synced data, unsynced entry), a rename and
+	// a remove
+	write("/d/p/new", "n")
+	if err := m.Rename("/d/p/old", "/d/p/renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Remove("/d/p/gone"); err != nil {
+		t.Fatal(err)
+	}
+	m.MkdirAll("/d/q", 0o755) // a directory whose entry in /d was never synced
+	write("/d/q/x", "x")
+	m.SyncDir("/d/q")
+
+	c := m.CrashClone()
+	for name, want := range map[string]bool{"/d/p/kept": true, "/d/p/old": true, "/d/p/gone": true,
+		"/d/p/new": false, "/d/p/renamed": false, "/d/q": false, "/d/q/x": false} {
+		if got := exists(c, name); got != want {
+			t.Errorf("after the crash %s exists: %v, want %v", name, got, want)
+		}
+	}
+	if b, _ := ReadFile(c, "/d/p/old"); string(b) != "o" {
+		t.Fatalf("renamed file's old name holds %q", b)
+	}
+	// the clone is synced: crashing it again keeps it as it is
+	if c2 := c.CrashClone(); !exists(c2, "/d/p/old") || exists(c2, "/d/p/new") {
+		t.Fatal("a crash of the crash image changed it")
+	}
+	// once synced, the changes survive
+	m.SyncDir("/d/p")
+	m.SyncDir("/d")
+	c = m.CrashClone()
+	for name, want := range map[string]bool{"/d/p/old": false, "/d/p/gone": false, "/d/p/new": true,
+		"/d/p/renamed": true, "/d/q/x": true} {
+		if got := exists(c, name); got != want {
+			t.Errorf("after sync and crash %s exists: %v, want %v", name, got, want)
+		}
+	}
+}
+
+// CrashKeepSome keeps part of what was not synced: a torn tail, whole
+// renames. The same seed gives the same crash.
+func TestCrashKeepSome(t *testing.T) {
+	m := NewMemFS()
+	f, _ := m.Create("/f")
+	f.Write([]byte("synced"))
+	f.Sync()
+	m.SyncDir("/")
+	f.Write(bytes.Repeat([]byte("u"), 10000))
+	g, _ := m.Create("/g")
+	g.Sync()
+	m.SyncDir("/")
+	m.Rename("/g", "/h")
+	sizes := map[int64]bool{}
+	renamed := map[bool]bool{}
+	for seed := range uint64(64) {
+		c := m.CrashClone(CrashKeepSome(rand.New(rand.NewPCG(seed, 0)), 50))
+		c2 := m.CrashClone(CrashKeepSome(rand.New(rand.NewPCG(seed, 0)), 50))
+		b, _ := ReadFile(c, "/f")
+		b2, _ := ReadFile(c2, "/f")
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("seed %d: two crashes differ", seed)
+		}
+		if len(b) < 6 || string(b[:6]) != "synced" {
+			t.Fatalf("seed %d: synced bytes lost: %q", seed, b[:min(len(b), 10)])
+		}
+		sizes[int64(len(b))] = true
+		g, h := exists(c, "/g"), exists(c, "/h")
+		if g == h {
+			t.Fatalf("seed %d: a rename half kept (old %v, new %v)", seed, g, h)
+		}
+		renamed[h] = true
+	}
+	if len(sizes) < 3 || len(renamed) != 2 {
+		t.Fatalf("crashes too alike: sizes %v renamed %v", sizes, renamed)
+	}
+}
+
+// MkdirAllSync makes every directory it creates durable.
+func TestMkdirAllSync(t *testing.T) {
+	m := NewMemFS()
+	if err := MkdirAllSync(m, "/a/b/c", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(m.CrashClone(), "/a/b/c") {
+		t.Fatal("created directories lost in a crash")
+	}
+	if err := MkdirAllSync(m, "/a/b/c", 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 
