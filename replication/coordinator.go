@@ -54,7 +54,7 @@ func (p *Partition) appendAsCoordinator(records []byte, leaderEpoch int32, minIS
 	if !p.isLeader || p.log == nil || p.leaderEpoch != leaderEpoch {
 		return storage.AppendInfo{}, storage.Durable{}, kerr.NotLeaderForPartition
 	}
-	if minISR && int32(len(p.isr)) < p.cfg.MinInSyncReplicas {
+	if minISR && len(p.isr) < p.effectiveMinIsrLocked() {
 		return storage.AppendInfo{}, storage.Durable{}, kerr.NotEnoughReplicas
 	}
 	info, durable, err := p.log.AppendAsLeaderWith(records, p.leaderEpoch, opts)

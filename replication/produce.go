@@ -331,7 +331,12 @@ func (p *Partition) checkEnoughReplicasReachOffset(required int64) (bool, error)
 	if p.hw.Load() < required {
 		return false, nil
 	}
-	if int32(len(p.isr)) < p.cfg.MinInSyncReplicas {
+	// The maximal ISR (pending additions included) against the effective
+	// min.insync.replicas, as Kafka's checkEnoughReplicasReachOffset.
+	p.stateMu.Lock()
+	maximal := len(p.maximalISRLocked())
+	p.stateMu.Unlock()
+	if maximal < p.effectiveMinIsrLocked() {
 		return true, kerr.NotEnoughReplicasAfterAppend
 	}
 	return true, nil
@@ -347,7 +352,10 @@ func (p *Partition) appendAsLeader(records []byte, acks int16, opts storage.Appe
 	if !p.isLeader || p.log == nil {
 		return storage.AppendInfo{}, storage.Durable{}, kerr.NotLeaderForPartition
 	}
-	if acks == -1 && int32(len(p.isr)) < p.cfg.MinInSyncReplicas {
+	// Kafka's appendRecordsToLeader: the effective min.insync.replicas is
+	// at most the replica count (a topic with fewer replicas than the
+	// setting still takes acks=all writes once every replica is in sync).
+	if acks == -1 && len(p.isr) < p.effectiveMinIsrLocked() {
 		return storage.AppendInfo{}, storage.Durable{}, kerr.NotEnoughReplicas
 	}
 	info, durable, err := p.log.AppendAsLeaderWith(records, p.leaderEpoch, opts)

@@ -554,3 +554,17 @@ func TestFetchDivergingEpoch(t *testing.T) {
 		}
 	})
 }
+
+// Kafka's effective min.insync.replicas is at most the replica count
+// (Partition.effectiveMinIsr): a single-replica topic with the default
+// min.insync.replicas=2 of a cluster still takes acks=all writes.
+func TestProduceEffectiveMinISR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.createTopic("rf1", 1, []int32{1}, 1, nil, map[string]string{"min.insync.replicas": "2"})
+		got := h.rm.Produce(context.Background(), produceReq(12, -1, 1000, "rf1", 0, batch(1, "x")), "cli").Topics[0].Partitions[0]
+		if got.ErrorCode != 0 || got.BaseOffset != 0 {
+			t.Fatalf("acks=all on one replica with min.insync.replicas=2: %v at %d", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+		}
+	})
+}
