@@ -349,3 +349,50 @@ func TestValidateRecord(t *testing.T) {
 		t.Fatalf("bad version: %v", err)
 	}
 }
+
+// Huge counts and lengths in the new field kinds (struct arrays, string
+// arrays, bytes) fail as truncated before anything is allocated.
+func TestDecodeHugeLengthsDoNotAllocate(t *testing.T) {
+	for name, hexs := range map[string]string{
+		"struct array":  "01 00 00 | 00000001 |" + u01 + "| 0000000000000005 | ffffffff0f 00",
+		"string array":  "01 0a 00 | 02 61 | 02 61 | ffffffff0f 00",
+		"bytes":         "01 0b 00 | 02 61 | 01 | ffffffff0f 00",
+		"tagged uuids":  "01 11 03 | 00000001 | 000000000000000b | 01 03 05 ffffffff0f",
+		"quota entries": "01 0e 00 | ffffffff0f 00",
+	} {
+		b := h(t, hexs)
+		if _, err := DecodeRecord(b); !errors.Is(err, ErrTruncated) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if allocs := testing.AllocsPerRun(50, func() { DecodeRecord(b) }); allocs > 12 {
+			t.Errorf("%s: %v allocations", name, allocs)
+		}
+	}
+	// A null in a non-nullable string array element or bytes field is invalid.
+	if _, err := DecodeRecord(h(t, "01 0b 00 | 02 61 | 01 | 00 | 01 | 01 | 00001000 | 00")); !errors.Is(err, ErrInvalidField) {
+		t.Errorf("null salt: %v", err)
+	}
+	if _, err := DecodeRecord(h(t, "01 0a 00 | 02 61 | 02 61 | 02 00 | 0000000000000001 | 0000000000000002 | 0000000000000003 | 02 74 | 00")); !errors.Is(err, ErrInvalidField) {
+		t.Errorf("null renewer: %v", err)
+	}
+}
+
+// A nullable tagged array keeps null (absent) and empty apart.
+func TestNullableTaggedArray(t *testing.T) {
+	absent := "01 00 04 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 01 | 00 | 01 | 00 | 00"
+	r, err := DecodeRecord(h(t, absent))
+	if err != nil || r.(*RegisterBrokerRecord).CordonedLogDirs != nil {
+		t.Fatalf("absent: %+v %v", r, err)
+	}
+	empty := "01 00 04 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 01 | 00 | 01 | 00 | 01 | 01 01 01"
+	r, err = DecodeRecord(h(t, empty))
+	if cd := r.(*RegisterBrokerRecord).CordonedLogDirs; err != nil || cd == nil || len(cd) != 0 {
+		t.Fatalf("empty: %+v %v", r, err)
+	}
+	// An explicit null equals the default: decoded as nil, not written back.
+	null := "01 00 04 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 01 | 00 | 01 | 00 | 01 | 01 01 00"
+	r, err = DecodeRecord(h(t, null))
+	if err != nil || r.(*RegisterBrokerRecord).CordonedLogDirs != nil || !bytes.Equal(EncodeRecord(r), h(t, absent)) {
+		t.Fatalf("null: %+v %v", r, err)
+	}
+}
