@@ -5,7 +5,7 @@
 //
 // Served (Handle): CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions
 // v0-3, IncrementalAlterConfigs v0-1, AlterConfigs v0-2 (TOPIC and BROKER
-// resources), BrokerRegistration v0-4, BrokerHeartbeat v0-1,
+// resources), BrokerRegistration v0-4, BrokerHeartbeat v0-2,
 // UnregisterBroker v0, AllocateProducerIds v0, AlterPartition v2-3,
 // ListPartitionReassignments v0 (always empty), UpdateFeatures v0-2
 // (updatefeatures.go) and DescribeQuorum (handed to raft). Each file names

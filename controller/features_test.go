@@ -447,3 +447,48 @@ func TestReadLegacyBootstrap(t *testing.T) {
 		t.Fatal("junk accepted")
 	}
 }
+
+// From 4.3-IV0 a BrokerHeartbeat v2's CordonedLogDirs that changed (or is
+// the first reported) becomes a BrokerRegistrationChangeRecord v3, as Kafka
+// 4.4 brokers report an empty list right after registering.
+func TestHeartbeatCordonedLogDirs(t *testing.T) {
+	for _, mv := range []int16{29, 30, 33} {
+		e := newFakeEnv(t, func(c *Config) { c.BootstrapFeatures = []Feature{{"metadata.version", mv}} })
+		epoch := e.addBroker(1)
+		count := func() (n int, last *metadatacache.BrokerRegistrationChangeRecord) {
+			e.raft.mu.Lock()
+			defer e.raft.mu.Unlock()
+			for _, raw := range e.raft.appended {
+				r, _ := metadatacache.DecodeRecord(raw)
+				if c, ok := r.(*metadatacache.BrokerRegistrationChangeRecord); ok && c.Version() == 3 {
+					n, last = n+1, c
+				}
+			}
+			return n, last
+		}
+		hb := func(dirs [][16]byte) {
+			t.Helper()
+			req := kmsg.NewPtrBrokerHeartbeatRequest()
+			req.Version, req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset = 2, 1, epoch, e.c.Image().Offset
+			req.CordonedLogDirs = dirs
+			if resp := e.do(req).(*kmsg.BrokerHeartbeatResponse); resp.ErrorCode != 0 || resp.IsFenced {
+				t.Fatalf("mv %d: heartbeat %+v", mv, resp)
+			}
+		}
+		hb(nil)
+		hb([][16]byte{})
+		hb([][16]byte{})
+		hb([][16]byte{dirID(1)})
+		hb([][16]byte{dirID(1)})
+		n, last := count()
+		switch {
+		case mv < 30 && n != 0:
+			t.Errorf("mv %d: %d cordoned records", mv, n)
+		case mv >= 30 && (n != 2 || len(last.CordonedLogDirs) != 1 || last.CordonedLogDirs[0] != dirID(1)):
+			t.Errorf("mv %d: %d cordoned records, last %+v", mv, n, last)
+		}
+		if cd := e.c.Image().Broker(1).CordonedDirectories; mv >= 30 && len(cd) != 1 {
+			t.Errorf("mv %d: image cordoned dirs %v", mv, cd)
+		}
+	}
+}

@@ -4,11 +4,16 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -183,4 +188,198 @@ func TestFeaturesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLeaders(t, c, "after-cluster-upgrade", 3)
+}
+
+// TestMixedKafkaControllerKgoBroker runs a kgo-broker broker under an Apache
+// Kafka 4.4 controller formatted at 4.4-IV2 with the features kgo-broker
+// does not implement left at 0: the broker decodes what Kafka's controller
+// writes (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3, ...),
+// registers with the ranges it supports, gets unfenced and serves a topic;
+// the Kafka controller refuses share.version 1 because the kgo-broker broker
+// does not support it.
+func TestMixedKafkaControllerKgoBroker(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("needs kgo-broker as the broker")
+	}
+	ports := freePorts(t, 2)
+	ctlAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	clusterID := newClusterID()
+	dir := t.TempDir()
+	ctlProps := filepath.Join(dir, "controller.properties")
+	if err := os.WriteFile(ctlProps, []byte(fmt.Sprintf(`process.roles=controller
+node.id=1
+controller.quorum.voters=1@%s
+listeners=CONTROLLER://%s
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=%s
+`, ctlAddr, ctlAddr, filepath.Join(dir, "controller"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(repoRoot, "integration", "testdata", "kafka-reference-broker")
+	if r := RunCommand(t, RunOpts{Hermetic: true}, ref, "format", "-t", clusterID, "-c", ctlProps,
+		"--feature", "eligible.leader.replicas.version=0", "--feature", "share.version=0", "--feature", "streams.version=0"); r.ExitCode != 0 {
+		t.Fatalf("kafka-storage.sh format:\n%s", r)
+	}
+	ctl := exec.Command(ref, ctlProps)
+	ctl.Env = append(hermeticEnv(), "KAFKA_HEAP_OPTS=-Xmx512M")
+	ctlLog, err := os.Create(filepath.Join(dir, "controller.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl.Stdout, ctl.Stderr = ctlLog, ctlLog
+	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := ctl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-ctl.Process.Pid, syscall.SIGKILL)
+		ctl.Wait()
+		ctlLog.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(ctlLog.Name())
+			t.Logf("Kafka controller log:\n%s", b)
+		}
+	})
+
+	b := NewBroker(t, BrokerOptions{Env: []string{"CLUSTER_ID=" + clusterID}})
+	if err := os.WriteFile(b.Props, []byte(fmt.Sprintf(`process.roles=broker
+node.id=2
+controller.quorum.voters=1@%s
+listeners=PLAINTEXT://127.0.0.1:%d
+advertised.listeners=PLAINTEXT://127.0.0.1:%d
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=%s
+offsets.topic.replication.factor=1
+`, ctlAddr, b.Port, b.Port, b.DataDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Start()
+	waitFor(t, 3*readyTimeout(), "the kgo-broker broker to be unfenced by the Kafka controller", func() error {
+		md, err := metadataFrom(b.Addr)
+		if err != nil {
+			return err
+		}
+		if len(md.Brokers) != 1 || md.Brokers[0].NodeID != 2 {
+			return fmt.Errorf("brokers %+v", md.Brokers)
+		}
+		return nil
+	})
+	if got := describeFeatures(t, b)["metadata.version"]["FinalizedVersionLevel"]; got != "4.4-IV2" {
+		t.Fatalf("metadata.version %s", got)
+	}
+	if _, err := b.Admin().CreateTopic(ctxT(t, 30*time.Second), 2, 1, nil, "mixed"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "leaders of mixed", func() error {
+		md, err := metadataFrom(b.Addr, "mixed")
+		if err != nil || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 2 {
+			return fmt.Errorf("%v %+v", err, md)
+		}
+		for _, p := range md.Topics[0].Partitions {
+			if p.Leader != 2 {
+				return fmt.Errorf("partition %d leader %d", p.Partition, p.Leader)
+			}
+		}
+		return nil
+	})
+	cl := b.Client(kgo.DefaultProduceTopic("mixed"))
+	defer cl.Close()
+	if err := cl.ProduceSync(ctxT(t, 30*time.Second), recordsFor("mixed", 3)...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := consumeAll(t, b, "mixed", 3, 30*time.Second); len(got) != 3 {
+		t.Fatalf("consumed %d", len(got))
+	}
+	r := features(t, b, "upgrade", "--feature", "share.version=1")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 1 for feature share.version. Broker 2 does not support this feature.") {
+		t.Fatalf("share.version upgrade:\n%s", r)
+	}
+}
+
+// TestMixedKgoControllerKafkaBroker runs an Apache Kafka 4.4 broker under a
+// kgo-broker controller at 4.4-IV2: it registers, heartbeats with
+// BrokerHeartbeat v2 (the cordoned log dirs of 4.3-IV0, which the
+// controller records), gets unfenced and reports the finalized features.
+// (Admin requests it forwards in an Envelope are not served by kgo-broker's
+// controller yet.)
+func TestMixedKgoControllerKafkaBroker(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("needs kgo-broker as the controller")
+	}
+	clusterID := newClusterID()
+	c := NewBroker(t, BrokerOptions{Env: []string{"CLUSTER_ID=" + clusterID}})
+	ctlAddr := fmt.Sprintf("127.0.0.1:%d", c.CtrlPort)
+	if err := os.WriteFile(c.Props, []byte(fmt.Sprintf(`process.roles=controller
+node.id=1
+controller.quorum.voters=1@%s
+listeners=CONTROLLER://%s
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=%s
+`, ctlAddr, ctlAddr, c.DataDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Start()
+
+	dir := t.TempDir()
+	port := freePorts(t, 1)[0]
+	props := filepath.Join(dir, "broker.properties")
+	if err := os.WriteFile(props, []byte(fmt.Sprintf(`process.roles=broker
+node.id=2
+controller.quorum.voters=1@%s
+listeners=PLAINTEXT://127.0.0.1:%d
+advertised.listeners=PLAINTEXT://127.0.0.1:%d
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=%s
+`, ctlAddr, port, port, filepath.Join(dir, "data"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(repoRoot, "integration", "testdata", "kafka-reference-broker")
+	kb := exec.Command(ref, props)
+	kb.Env = append(hermeticEnv(), "CLUSTER_ID="+clusterID, "KAFKA_HEAP_OPTS=-Xmx512M")
+	logf, err := os.Create(filepath.Join(dir, "broker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb.Stdout, kb.Stderr = logf, logf
+	kb.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := kb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-kb.Process.Pid, syscall.SIGKILL)
+		kb.Wait()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("Kafka broker log:\n%s", b)
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitFor(t, 3*readyTimeout(), "the Kafka broker to be unfenced by the kgo-broker controller", func() error {
+		md, err := metadataFrom(addr)
+		if err != nil {
+			return err
+		}
+		if len(md.Brokers) != 1 || md.Brokers[0].NodeID != 2 {
+			return fmt.Errorf("brokers %+v", md.Brokers)
+		}
+		return nil
+	})
+	d := describeFeatures(t, &Broker{Addr: addr})
+	if mv := d["metadata.version"]; mv["FinalizedVersionLevel"] != "4.4-IV2" {
+		t.Fatalf("metadata.version %v", mv)
+	}
+	if b, err := os.ReadFile(logf.Name()); err != nil || strings.Contains(string(b), "UnsupportedVersionException") {
+		t.Fatalf("the Kafka broker hit an unsupported version:\n%s", b)
+	}
 }
