@@ -492,3 +492,20 @@ func TestHeartbeatCordonedLogDirs(t *testing.T) {
 		}
 	}
 }
+
+// The controller's own state follows ClearElrRecord as the image does.
+func TestStateReplaysClearElr(t *testing.T) {
+	s := newState()
+	id := [16]byte{7}
+	s.replay(0, &metadatacache.TopicRecord{Name: "t", TopicID: id})
+	p := metadatacache.NewPartitionRecord()
+	p.TopicID, p.PartitionID, p.Replicas, p.Isr, p.Leader, p.LeaderEpoch, p.PartitionEpoch = id, 0, []int32{1}, []int32{1}, 1, 0, 0
+	p.EligibleLeaderReplicas = []int32{2}
+	s.replay(1, p)
+	if err := s.replay(2, &metadatacache.ClearElrRecord{}); err != nil {
+		t.Fatal(err)
+	}
+	if ps := s.topics[id].parts[0]; len(ps.elr) != 0 || ps.partitionEpoch != 1 {
+		t.Fatalf("%+v", ps)
+	}
+}

@@ -10,7 +10,7 @@
 # started again and stopped again, so the log holds every record type a single
 # node can make Kafka write: feature levels, broker and controller registrations,
 # registration changes, topics, partitions and partition changes, configs, client
-# quotas, SCRAM credentials, ACLs, producer ids, ELR clearing, metadata
+# quotas, SCRAM credentials, ACLs, producer ids, ELR turned off and on, metadata
 # transactions and NoOps. The fixtures are:
 #
 #   cluster-metadata.log    the metadata log's only segment (00000000000000000000.log)
@@ -99,8 +99,8 @@ k kafka-acls.sh --remove --force --allow-principal User:alice --operation Descri
 # An idempotent producer gets its producer id from a block the controller allocates.
 printf 'one\ntwo\n' | k kafka-console-producer.sh --topic fixture-b >/dev/null
 k kafka-topics.sh --delete --topic fixture-b
-# Turning ELR off clears it (ClearElrRecord); turning it on again writes the
-# cluster-level min.insync.replicas.
+# eligible.leader.replicas.version off and on again (FeatureLevelRecords; with no
+# ELR set at that point Kafka writes no ClearElrRecord).
 "$tool" kafka-features.sh --bootstrap-server "$bs" downgrade --feature eligible.leader.replicas.version=0 >/dev/null
 "$tool" kafka-features.sh --bootstrap-server "$bs" upgrade --feature eligible.leader.replicas.version=1 >/dev/null
 stop
