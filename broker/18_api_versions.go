@@ -8,8 +8,9 @@ package broker
 //   - An unknown ApiVersions version never reaches this handler: protocol
 //     answers it with a v0 UNSUPPORTED_VERSION response carrying the
 //     ApiVersions range (KIP-511), so the client retries lower.
-//   - v3+ reports supported and finalized features (metadata.version,
-//     kraft.version) from the metadata image.
+//   - v3+ reports supported features (every production feature, at the
+//     ranges kgo-broker implements: controller.SupportedFeatures) and the
+//     finalized ones from the metadata image.
 //
 // Version notes:
 //   - v1: ThrottleMillis

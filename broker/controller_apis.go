@@ -6,10 +6,10 @@ package broker
 //	raft:       Vote v0-2, BeginQuorumEpoch v0-1, EndQuorumEpoch v0-1,
 //	            Fetch v4-17 (raft fetch of __cluster_metadata), FetchSnapshot v0-1,
 //	            DescribeQuorum v0-2
-//	controller: AlterPartition v2-3, BrokerRegistration v0-4, BrokerHeartbeat v0-1, UnregisterBroker v0,
+//	controller: AlterPartition v2-3, BrokerRegistration v0-4, BrokerHeartbeat v0-2, UnregisterBroker v0,
 //	            AllocateProducerIds v0, CreateTopics v2-7, DeleteTopics v1-6,
 //	            CreatePartitions v0-3, IncrementalAlterConfigs v0-1,
-//	            AlterConfigs v0-2, ListPartitionReassignments v0
+//	            AlterConfigs v0-2, ListPartitionReassignments v0, UpdateFeatures v0-2
 //	cluster:    DescribeCluster v0-2 (EndpointType 2: the voters, the raft
 //	            leader as ControllerID; 60_describe_cluster.go)
 //
@@ -30,8 +30,8 @@ func init() {
 		regKey(key, v[0], v[1], onController, handleControllerAPI)
 	}
 	for _, api := range []struct{ key, min, max int16 }{
-		{56, 2, 3}, {62, 0, 4}, {63, 0, 1}, {64, 0, 0}, {67, 0, 0},
-		{19, 2, 7}, {20, 1, 6}, {37, 0, 3}, {44, 0, 1}, {33, 0, 2}, {46, 0, 0},
+		{56, 2, 3}, {62, 0, 4}, {63, 0, 2}, {64, 0, 0}, {67, 0, 0},
+		{19, 2, 7}, {20, 1, 6}, {37, 0, 3}, {44, 0, 1}, {33, 0, 2}, {46, 0, 0}, {57, 0, 2},
 	} {
 		regKey(api.key, api.min, api.max, onController, handleControllerAPI)
 	}

@@ -5,7 +5,7 @@ package broker
 //
 //	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
 //	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
-//	ListPartitionReassignments v0, DescribeQuorum v0-2.
+//	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2.
 //
 // The request goes to the controller at the version the client used, so
 // the controller's answer has exactly the fields that version carries. If no
@@ -32,6 +32,7 @@ func init() {
 	regKey(44, 0, 1, onBroker, handleForwarded) // IncrementalAlterConfigs
 	regKey(46, 0, 0, onBroker, handleForwarded) // ListPartitionReassignments
 	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
+	regKey(57, 0, 2, onBroker, handleForwarded) // UpdateFeatures
 }
 
 // forwardTimeout bounds a forwarded request when it carries no timeout of
@@ -104,6 +105,16 @@ func timedOut(r kmsg.Request) kmsg.Response {
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.DescribeQuorumRequest:
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	case *kmsg.UpdateFeaturesRequest:
+		out := resp.(*kmsg.UpdateFeaturesResponse)
+		out.ErrorCode = code
+		if req.Version <= 1 {
+			for _, u := range req.FeatureUpdates {
+				res := kmsg.NewUpdateFeaturesResponseResult()
+				res.Feature, res.ErrorCode = u.Feature, code
+				out.Results = append(out.Results, res)
+			}
+		}
 	}
 	return resp
 }

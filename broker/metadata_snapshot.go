@@ -57,8 +57,13 @@ func imageSnapshotSource(cache *metadatacache.Cache) raft.SnapshotSource {
 var _ raft.SnapshotListener = (*cacheFeeder)(nil)
 
 // HandleSnapshot replaces the broker's image by a snapshot's (MetadataLoader
-// loading a snapshot); committed batches after the snapshot follow.
+// loading a snapshot); committed batches after the snapshot follow. The zero
+// checkpoint holds the bootstrap records the format wrote, not state
+// (MetadataLoader's handleLoadBootstrap ignores it too).
 func (f *cacheFeeder) HandleSnapshot(s *raft.SnapshotReader) {
+	if s.ID == (raft.OffsetAndEpoch{}) {
+		return
+	}
 	var recs []metadatacache.Record
 	for _, raw := range s.Records() {
 		r, err := metadatacache.DecodeRecord(raw)

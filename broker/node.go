@@ -635,18 +635,10 @@ func (f requestorFunc) Request(ctx context.Context, r kmsg.Request) (kmsg.Respon
 // controller to grant a controlled shutdown.
 const controlledShutdownTimeout = 10 * time.Second
 
-// supportedFeatures are the feature ranges this broker registers with
-// (BrokerRegistration Features): metadata.version from 3.3-IV3, the oldest
-// Kafka 4.x accepts, to the level the controller bootstraps.
-var supportedFeatures = []struct {
-	Name     string
-	Min, Max int16
-}{
-	{"metadata.version", 7, controller.DefaultMetadataVersion},
-	{"kraft.version", 0, 0},
-	{"group.version", 0, 1},
-	{"transaction.version", 0, 2},
-}
+// supportedFeatures are the feature ranges this node registers with
+// (BrokerRegistration Features) and advertises (ApiVersions): what
+// kgo-broker implements (controller.SupportedFeatures).
+var supportedFeatures = controller.SupportedFeatures()
 
 // storageDefaults is the broker-wide topic config (the log.* synonyms) as the
 // storage Manager's default: logs found at startup and the partition dirs it

@@ -12,7 +12,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
-// BrokerRegistration (62) v0-4, BrokerHeartbeat (63) v0-1, UnregisterBroker
+// BrokerRegistration (62) v0-4, BrokerHeartbeat (63) v0-2, UnregisterBroker
 // (64) v0 and AllocateProducerIds (67) v0, as Kafka's ClusterControlManager,
 // BrokerHeartbeatManager, ReplicationControlManager and
 // ProducerIdControlManager decide them.
@@ -280,6 +280,9 @@ func (c *Controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 				recs = brokerControlledShutdownRecords(s, mv, id, b.epoch)
 			}
 		}
+		if r := c.cordonedDirsRecord(s.metadataVersion(), id, b.epoch, req); r != nil {
+			recs = append(recs, r)
+		}
 	})
 	if apiErr != nil {
 		resp.ErrorCode = apiErr.code()
@@ -307,6 +310,41 @@ func (c *Controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 	resp.IsFenced = next.fenced()
 	resp.ShouldShutdown = next.shouldShutDown()
 	return resp
+}
+
+// cordonedDirsRecord is ReplicationControlManager.handleDirectoriesCordoned:
+// from metadata.version 4.3-IV0 (KIP-1066) a heartbeat's CordonedLogDirs
+// (v2; null before the broker reaches RECOVERY) that differs from the
+// registration's, as a set, or is the first the broker reports, becomes a
+// BrokerRegistrationChangeRecord v3.
+func (c *Controller) cordonedDirsRecord(mv int16, id int32, epoch int64, req *kmsg.BrokerHeartbeatRequest) metadatacache.Record {
+	if mv < metadatacache.MV4_3_IV0 || req.Version < 2 || req.CordonedLogDirs == nil {
+		return nil
+	}
+	reg := c.cache.Image().Broker(id)
+	if reg == nil || reg.CordonedDirectories != nil && sameDirSet(reg.CordonedDirectories, req.CordonedLogDirs) {
+		return nil
+	}
+	r := metadatacache.NewBrokerRegistrationChangeRecord()
+	r.SetVersion(3)
+	r.BrokerID, r.BrokerEpoch = id, epoch
+	r.CordonedLogDirs = append([][16]byte{}, req.CordonedLogDirs...)
+	return r
+}
+
+func sameDirSet(a, b [][16]byte) bool {
+	set := make(map[[16]byte]bool, len(a))
+	for _, d := range a {
+		set[d] = true
+	}
+	other := make(map[[16]byte]bool, len(b))
+	for _, d := range b {
+		if !set[d] {
+			return false
+		}
+		other[d] = true
+	}
+	return len(other) == len(set)
 }
 
 // nextBrokerState is BrokerHeartbeatManager.calculateNextBrokerState.

@@ -79,9 +79,15 @@ type Config struct {
 	// and its default; nil: no config is a list.
 	ListConfig func(resourceType int8, name string) (isList bool, defaultValue *string)
 
-	// BootstrapFeatures are written as FeatureLevelRecords on an empty log
-	// (DefaultBootstrapFeatures when nil). metadata.version must be among them.
+	// BootstrapFeatures are written as FeatureLevelRecords on an empty log.
+	// When nil, they are read from the bootstrap files in MetadataLogDir
+	// (the zero checkpoint or bootstrap.checkpoint kafka-storage.sh format
+	// and kgo-broker format write; bootstrap.go), else
+	// DefaultBootstrapFeatures. metadata.version must be among them, and
+	// every level must be one this node supports (SupportedFeatures).
 	BootstrapFeatures []Feature
+	// MetadataLogDir is metadata.log.dir, where the bootstrap files are.
+	MetadataLogDir string
 	// BootstrapClusterConfigs are written on an empty log as cluster-level
 	// (BROKER resource "") ConfigRecords. Kafka 4.1+ bootstraps new clusters
 	// with eligible.leader.replicas enabled, which adds the cluster-level
@@ -122,6 +128,10 @@ type Controller struct {
 
 	cache *metadatacache.Cache
 
+	// bootstrapExtra are the bootstrap records that are not feature levels
+	// (SCRAM credentials a Kafka format added); written after the features.
+	bootstrapExtra []metadatacache.Record
+
 	leaderCh chan struct{}
 	closeCh  chan struct{}
 	closeOne sync.Once
@@ -152,17 +162,28 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.MaxIdleInterval == 0 {
 		cfg.MaxIdleInterval = 500 * time.Millisecond
 	}
+	var extra []metadatacache.Record
+	if cfg.BootstrapFeatures == nil && cfg.MetadataLogDir != "" {
+		recs, err := ReadBootstrap(cfg.MetadataLogDir)
+		if err != nil {
+			return nil, fmt.Errorf("controller: reading the bootstrap metadata: %w", err)
+		}
+		if recs != nil {
+			if cfg.BootstrapFeatures, err = BootstrapFeaturesOf(recs); err != nil {
+				return nil, fmt.Errorf("controller: the bootstrap metadata in %s: %w", cfg.MetadataLogDir, err)
+			}
+			for _, r := range recs {
+				if _, ok := r.(*metadatacache.FeatureLevelRecord); !ok {
+					extra = append(extra, r)
+				}
+			}
+		}
+	}
 	if cfg.BootstrapFeatures == nil {
 		cfg.BootstrapFeatures = DefaultBootstrapFeatures()
 	}
-	hasMV := false
-	for _, f := range cfg.BootstrapFeatures {
-		if f.Name == featureMetadataVersion {
-			hasMV = f.Level >= mv3_3_IV3
-		}
-	}
-	if !hasMV {
-		return nil, fmt.Errorf("controller: BootstrapFeatures need %s >= %d", featureMetadataVersion, mv3_3_IV3)
+	if err := checkBootstrapFeatures(cfg.BootstrapFeatures); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c := &Controller{
 		cfg:       cfg,
@@ -175,6 +196,7 @@ func New(cfg Config) (*Controller, error) {
 		closeCh:   make(chan struct{}),
 	}
 	c.st.nodeID, c.st.staticUnclean = cfg.NodeID, cfg.UncleanLeaderElectionEnable
+	c.bootstrapExtra = extra
 	c.mu.rnd = cfg.Rand
 	if c.mu.rnd == nil {
 		c.mu.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -261,6 +283,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.listPartitionReassignments(r), nil
 	case *kmsg.AlterPartitionRequest:
 		return c.alterPartition(ctx, r), nil
+	case *kmsg.UpdateFeaturesRequest:
+		return c.updateFeatures(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -481,6 +505,7 @@ func (c *Controller) bootstrapRecords() []metadatacache.Record {
 	for _, f := range others {
 		recs = append(recs, featureRecord(f.Name, f.Level))
 	}
+	recs = append(recs, c.bootstrapExtra...)
 	names := make([]string, 0, len(c.cfg.BootstrapClusterConfigs))
 	for name := range c.cfg.BootstrapClusterConfigs {
 		names = append(names, name)
@@ -597,6 +622,17 @@ func notController(req kmsg.Request) kmsg.Response {
 	case *kmsg.AlterPartitionRequest:
 		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 		resp.ErrorCode = code
+		return resp
+	case *kmsg.UpdateFeaturesRequest:
+		resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+		resp.ErrorCode = code
+		if r.Version <= 1 {
+			for _, u := range r.FeatureUpdates {
+				res := kmsg.NewUpdateFeaturesResponseResult()
+				res.Feature, res.ErrorCode = u.Feature, code
+				resp.Results = append(resp.Results, res)
+			}
+		}
 		return resp
 	}
 	return req.ResponseKind()

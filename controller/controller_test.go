@@ -19,14 +19,12 @@ import (
 
 func dirID(b byte) [16]byte { return [16]byte{0: 0x42, 1: b, 15: b} }
 
+// allFeatures are the ranges a kgo-broker node registers with.
 func allFeatures() []kmsg.BrokerRegistrationRequestFeature {
 	var out []kmsg.BrokerRegistrationRequestFeature
-	for _, f := range []struct {
-		n      string
-		lo, hi int16
-	}{{"metadata.version", 7, 25}, {"group.version", 0, 1}, {"transaction.version", 0, 2}, {"kraft.version", 0, 1}} {
+	for _, f := range SupportedFeatures() {
 		rf := kmsg.NewBrokerRegistrationRequestFeature()
-		rf.Name, rf.MinSupportedVersion, rf.MaxSupportedVersion = f.n, f.lo, f.hi
+		rf.Name, rf.MinSupportedVersion, rf.MaxSupportedVersion = f.Name, f.Min, f.Max
 		out = append(out, rf)
 	}
 	return out
@@ -106,7 +104,7 @@ func TestBootstrapOnEmptyLog(t *testing.T) {
 	if mv := img.MetadataVersion(); mv != DefaultMetadataVersion {
 		t.Fatalf("metadata.version %d", mv)
 	}
-	want := map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 33, "group.version": 1, "transaction.version": 2}
 	got := img.Features()
 	for k, v := range want {
 		if got[k] != v {

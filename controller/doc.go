@@ -5,10 +5,26 @@
 //
 // Served (Handle): CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions
 // v0-3, IncrementalAlterConfigs v0-1, AlterConfigs v0-2 (TOPIC and BROKER
-// resources), BrokerRegistration v0-4, BrokerHeartbeat v0-1,
+// resources), BrokerRegistration v0-4, BrokerHeartbeat v0-2,
 // UnregisterBroker v0, AllocateProducerIds v0, AlterPartition v2-3,
-// ListPartitionReassignments v0 (always empty) and DescribeQuorum (handed to
-// raft). Each file names the Kafka class whose decisions it follows.
+// ListPartitionReassignments v0 (always empty), UpdateFeatures v0-2
+// (updatefeatures.go) and DescribeQuorum (handed to raft). Each file names
+// the Kafka class whose decisions it follows.
+//
+// # Features
+//
+// features.go holds Kafka 4.4's production features (metadata.version
+// 3.3-IV3..4.4-IV2, kraft.version, transaction.version, group.version,
+// eligible.leader.replicas.version, share.version, streams.version), the
+// levels kgo-broker implements (SupportedFeatures: what every node
+// advertises and UpdateFeatures checks against) and the rules the format
+// command and UpdateFeatures share: default levels per metadata.version,
+// dependencies, safe downgrades. eligible.leader.replicas.version,
+// share.version and streams.version stay 0 because kgo-broker does not
+// implement ELR, share groups or streams groups yet. Every record is
+// written at the version the finalized metadata.version implies
+// (metadatacache.RecordVersionFor; below 3.6-IV0 an ISR shrink also bumps the
+// leader epoch).
 //
 // Placement is Kafka's striped placer (placer.go); a new partition's leader
 // is its first active replica and its ISR its active replicas. Elections
@@ -46,9 +62,16 @@
 // new epoch (KRaft's listener contract), so when this node becomes leader the
 // replayed state is complete. On an empty log the controller writes Kafka's
 // bootstrap records in a metadata transaction: BeginTransactionRecord,
-// FeatureLevelRecord metadata.version (4.0-IV3, level 25 by default), the
-// other bootstrap features (group.version 1, transaction.version 2), then
-// EndTransactionRecord. On a non-empty log it aborts an unfinished metadata
+// FeatureLevelRecord metadata.version, the other bootstrap features, the
+// cluster-level min.insync.replicas, then EndTransactionRecord. The
+// features come from the zero checkpoint the format wrote
+// (__cluster_metadata-0/00000000000000000000-0000000000.checkpoint, or the
+// older bootstrap.checkpoint; bootstrap.go), read when the controller is
+// created; without one they are 4.4-IV2, group.version 1 and
+// transaction.version 2. A bootstrap that finalizes a level kgo-broker does
+// not support (Kafka 4.4's default format does) stops the start. Raft hands
+// the zero checkpoint to the listener as a snapshot; it is not state and is
+// skipped. On a non-empty log it aborts an unfinished metadata
 // transaction, or writes one NoOpRecord; either way the append tells it the
 // offset the next batch starts at, which is the broker epoch a new
 // registration gets (Kafka uses the RegisterBrokerRecord's offset). Until

@@ -10,8 +10,9 @@ import (
 // FromBrokerConfig fills a Config from the broker configuration: node.id,
 // num.partitions, default.replication.factor, broker.session.timeout.ms,
 // metadata.max.idle.interval.ms (0 disables NoOpRecords), delete.topic.enable,
-// and the topic config validation, defaults and LIST types of the config
-// package. The caller sets Raft, ClusterID, Logger and Now.
+// the topic config validation, defaults and LIST types of the config
+// package, and metadata.log.dir (where the bootstrap metadata is read from).
+// The caller sets Raft, ClusterID, Logger and Now.
 func FromBrokerConfig(bc *config.Config) Config {
 	idle := time.Duration(bc.Int("metadata.max.idle.interval.ms")) * time.Millisecond
 	if idle == 0 {
@@ -19,6 +20,7 @@ func FromBrokerConfig(bc *config.Config) Config {
 	}
 	return Config{
 		NodeID:                      bc.NodeID,
+		MetadataLogDir:              bc.MetadataLogDir,
 		NumPartitions:               bc.Int("num.partitions"),
 		DefaultReplicationFactor:    int16(bc.Int("default.replication.factor")),
 		SessionTimeout:              time.Duration(bc.Int("broker.session.timeout.ms")) * time.Millisecond,

@@ -25,6 +25,7 @@ type fakeRaft struct {
 	listeners []raft.Listener
 	events    chan func()
 	failNext  error
+	appended  [][]byte // every record appended, in order
 }
 
 func newFakeRaft() *fakeRaft {
@@ -84,6 +85,7 @@ func (f *fakeRaft) Append(ctx context.Context, records [][]byte) (int64, error) 
 	b := raft.Batch{BaseOffset: f.next, LastOffset: f.next + int64(len(records)) - 1, Epoch: f.le.Epoch,
 		AppendTimeMs: 1, Records: records}
 	f.next = b.LastOffset + 1
+	f.appended = append(f.appended, records...)
 	ls := append([]raft.Listener(nil), f.listeners...)
 	f.mu.Unlock()
 	f.events <- func() {

@@ -69,8 +69,15 @@ var _ raft.SnapshotListener = listener{}
 // (QuorumController's handleLoadSnapshot): every record is replayed on an
 // empty state at the snapshot's last contained offset, then batches after
 // the snapshot follow through HandleCommit.
+//
+// The zero checkpoint is the bootstrap snapshot (Kafka's
+// handleLoadBootstrap), not state: New read its records already, and they
+// are written to the log when the controller activates on an empty log.
 func (l listener) HandleSnapshot(s *raft.SnapshotReader) {
 	c := l.c
+	if s.ID == (raft.OffsetAndEpoch{}) {
+		return
+	}
 	last := s.LastContainedLogOffset()
 	var recs []metadatacache.Record
 	for _, raw := range s.Records() {

@@ -47,7 +47,8 @@ func partitionChange(s *state, mv int16, t *topicState, pid int32, p *partitionS
 // (ONLINE) election, no ELR and no reassignment: keep the leader if it is in
 // the target ISR and acceptable, else the first such replica, else none.
 // The ISR is changed only to a non-empty target (without ELR the last
-// member stays). Since 3.6-IV0 an ISR shrink does not bump the leader epoch.
+// member stays). Since 3.6-IV0 an ISR shrink does not bump the leader epoch;
+// below it, the record names the same leader, which bumps it.
 //
 // An unclean election, when no ISR member can lead, takes the first
 // acceptable replica: the ISR becomes that replica alone and the leader
@@ -93,6 +94,11 @@ func buildPartitionChange(mv int16, topicID [16]byte, pid int32, p *partitionSta
 		rec.LeaderRecoveryState = targetLRS
 		changed = true
 	}
+	// Below 3.6-IV0 an ISR shrink also bumps the leader epoch
+	// (PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded).
+	if leaderEpochBumpOnIsrShrink(mv) && rec.Leader == metadatacache.NoLeaderChange && rec.Isr != nil && !containsAll(rec.Isr, p.isr) {
+		rec.Leader = p.leader
+	}
 	if !changed {
 		return nil
 	}
@@ -135,4 +141,14 @@ func equalInt32s(a, b []int32) bool {
 // uuidString is Kafka's Uuid.toString: URL-safe base64 without padding.
 func uuidString(id [16]byte) string {
 	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// containsAll reports whether every id of sub is in set (Replicas.contains).
+func containsAll(set, sub []int32) bool {
+	for _, id := range sub {
+		if !contains(set, id) {
+			return false
+		}
+	}
+	return true
 }

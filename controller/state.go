@@ -254,6 +254,23 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 		}
 		p.partitionEpoch++
 		t.parts[r.PartitionID] = &p
+	case *metadatacache.ClearElrRecord:
+		// TopicsDelta.replay(ClearElrRecord): as a PartitionChangeRecord
+		// emptying both lists of each partition that has one.
+		for _, t := range s.topics {
+			if r.TopicName != "" && t.name != r.TopicName {
+				continue
+			}
+			for pid, p := range t.parts {
+				if len(p.elr) == 0 && len(p.lastKnownElr) == 0 {
+					continue
+				}
+				np := *p
+				np.elr, np.lastKnownElr = []int32{}, []int32{}
+				np.partitionEpoch++
+				t.parts[pid] = &np
+			}
+		}
 	case *metadatacache.RemoveTopicRecord:
 		t := s.topics[r.TopicID]
 		if t == nil {

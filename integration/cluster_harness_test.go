@@ -43,6 +43,10 @@ type ClusterOptions struct {
 	Env []string
 	// NoWait returns before the nodes are ready.
 	NoWait bool
+	// FormatArgs, when set, formats every node with `format -t <cluster id>
+	// -c <server.properties> FormatArgs...` before its first start (instead
+	// of the first-start auto-format), e.g. --release-version 4.3.
+	FormatArgs []string
 }
 
 // clusterTimeouts are short quorum and session timeouts so failover is quick
@@ -109,6 +113,14 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 	for _, n := range c.Nodes {
 		if err := os.WriteFile(n.Props, []byte(c.serverProperties(n)), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if len(o.FormatArgs) > 0 {
+		for _, n := range c.Nodes {
+			args := append([]string{"format", "-t", c.ClusterID, "-c", n.Props}, o.FormatArgs...)
+			if r := RunCommand(t, RunOpts{Hermetic: true}, brokerBin, args...); r.ExitCode != 0 {
+				t.Fatalf("formatting node %d:\n%s", n.ID, r)
+			}
 		}
 	}
 	for _, n := range c.Nodes {

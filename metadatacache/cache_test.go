@@ -526,7 +526,7 @@ func TestConcurrentReaders(t *testing.T) {
 
 // Image.Records picks record versions from the image's metadata.version.
 func TestRecordsVersionsFollowMetadataVersion(t *testing.T) {
-	for _, c := range []struct{ mv, broker, part int16 }{{7, 1, 0}, {8, 2, 0}, {17, 3, 1}, {23, 3, 2}, {33, 3, 2}} {
+	for _, c := range []struct{ mv, broker, part int16 }{{7, 1, 0}, {8, 2, 0}, {17, 3, 1}, {23, 3, 2}, {29, 3, 2}, {30, 4, 2}, {33, 4, 2}} {
 		cache := NewCache(Config{})
 		apply(t, cache, &FeatureLevelRecord{Name: MetadataVersionFeature, FeatureLevel: c.mv}, register(1, 1),
 			&TopicRecord{Name: "t", TopicID: fooID}, partition(fooID, 0, 1))

@@ -125,89 +125,6 @@ func DecodeRecord(b []byte) (Record, error) {
 	return r, nil
 }
 
-// Metadata record apiKeys (MetadataRecordType in Kafka's generated code).
-const (
-	KeyRegisterBroker           int16 = 0
-	KeyUnregisterBroker         int16 = 1
-	KeyTopic                    int16 = 2
-	KeyPartition                int16 = 3
-	KeyConfig                   int16 = 4
-	KeyPartitionChange          int16 = 5
-	KeyFenceBroker              int16 = 7
-	KeyUnfenceBroker            int16 = 8
-	KeyRemoveTopic              int16 = 9
-	KeyFeatureLevel             int16 = 12
-	KeyClientQuota              int16 = 14
-	KeyProducerIds              int16 = 15
-	KeyBrokerRegistrationChange int16 = 17
-	KeyNoOp                     int16 = 20
-	KeyZkMigrationState         int16 = 21
-	KeyBeginTransaction         int16 = 23
-	KeyEndTransaction           int16 = 24
-	KeyAbortTransaction         int16 = 25
-	KeyRegisterController       int16 = 27
-	KeyUnregisterController     int16 = 29
-)
-
-// NewRecord returns a new record of the given apiKey with the schema's
-// defaults at its newest version, or nil if the key is unknown.
-func NewRecord(key int16) Record {
-	switch key {
-	case KeyRegisterBroker:
-		return NewRegisterBrokerRecord()
-	case KeyUnregisterBroker:
-		return NewUnregisterBrokerRecord()
-	case KeyTopic:
-		return NewTopicRecord()
-	case KeyPartition:
-		return NewPartitionRecord()
-	case KeyConfig:
-		return NewConfigRecord()
-	case KeyPartitionChange:
-		return NewPartitionChangeRecord()
-	case KeyFenceBroker:
-		return NewFenceBrokerRecord()
-	case KeyUnfenceBroker:
-		return NewUnfenceBrokerRecord()
-	case KeyRemoveTopic:
-		return NewRemoveTopicRecord()
-	case KeyFeatureLevel:
-		return NewFeatureLevelRecord()
-	case KeyClientQuota:
-		return NewClientQuotaRecord()
-	case KeyProducerIds:
-		return NewProducerIdsRecord()
-	case KeyBrokerRegistrationChange:
-		return NewBrokerRegistrationChangeRecord()
-	case KeyNoOp:
-		return NewNoOpRecord()
-	case KeyZkMigrationState:
-		return NewZkMigrationStateRecord()
-	case KeyBeginTransaction:
-		return NewBeginTransactionRecord()
-	case KeyEndTransaction:
-		return NewEndTransactionRecord()
-	case KeyAbortTransaction:
-		return NewAbortTransactionRecord()
-	case KeyRegisterController:
-		return NewRegisterControllerRecord()
-	case KeyUnregisterController:
-		return NewUnregisterControllerRecord()
-	}
-	return nil
-}
-
-// RecordKeys lists the apiKeys NewRecord knows, ascending.
-func RecordKeys() []int16 {
-	return []int16{
-		KeyRegisterBroker, KeyUnregisterBroker, KeyTopic, KeyPartition, KeyConfig,
-		KeyPartitionChange, KeyFenceBroker, KeyUnfenceBroker, KeyRemoveTopic,
-		KeyFeatureLevel, KeyClientQuota, KeyProducerIds, KeyBrokerRegistrationChange,
-		KeyNoOp, KeyZkMigrationState, KeyBeginTransaction, KeyEndTransaction,
-		KeyAbortTransaction, KeyRegisterController, KeyUnregisterController,
-	}
-}
-
 // ---- decoding ----
 
 // decoder reads Kafka's flexible encoding. The first error sticks; every
@@ -386,6 +303,39 @@ func (d *decoder) uuids(field string, nullable bool) [][16]byte {
 	return out
 }
 
+// bytes reads compact bytes. Null decodes to nil (an error unless
+// nullable), empty to a non-nil empty slice. The result does not alias the input.
+func (d *decoder) bytes(field string, nullable bool) []byte {
+	n := d.compactLen()
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 {
+		if !nullable {
+			d.fail(fmt.Errorf("%w: non-nullable bytes %s is null", ErrInvalidField, field))
+		}
+		return nil
+	}
+	b := d.span(n)
+	if d.err != nil {
+		return nil
+	}
+	return append(make([]byte, 0, n), b...)
+}
+
+// strings reads a compact array of non-nullable strings.
+func (d *decoder) strings(field string, nullable bool) []string {
+	n := d.arrayLen(field, nullable, 1)
+	if d.err != nil || n < 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.string(field)
+	}
+	return out
+}
+
 // tags reads a tagged-field section. known is called with a decoder over
 // each field's bytes; it returns false for tags it does not know, which are
 // kept in the returned slice. A known field must consume its bytes exactly.
@@ -448,8 +398,6 @@ func checkVersion(r Record, v int16) error {
 
 // ---- encoding ----
 
-func appendBool(dst []byte, v bool) []byte { return kbin.AppendBool(dst, v) }
-
 func appendString(dst []byte, s string) []byte { return kbin.AppendCompactString(dst, s) }
 
 func appendNullableString(dst []byte, s *string) []byte {
@@ -476,6 +424,26 @@ func appendUUIDs(dst []byte, v [][16]byte, nullable bool) []byte {
 	dst = kbin.AppendCompactArrayLen(dst, len(v))
 	for _, x := range v {
 		dst = append(dst, x[:]...)
+	}
+	return dst
+}
+
+// appendBytes writes compact bytes; nil is written as null only when nullable.
+func appendBytes(dst, v []byte, nullable bool) []byte {
+	if v == nil && nullable {
+		return append(dst, 0)
+	}
+	return kbin.AppendCompactBytes(dst, v)
+}
+
+// appendStrings writes a compact array of strings; nil is null only when nullable.
+func appendStrings(dst []byte, v []string, nullable bool) []byte {
+	if v == nil && nullable {
+		return append(dst, 0)
+	}
+	dst = kbin.AppendCompactArrayLen(dst, len(v))
+	for _, s := range v {
+		dst = appendString(dst, s)
 	}
 	return dst
 }

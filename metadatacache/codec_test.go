@@ -107,6 +107,30 @@ func TestGoldenVectors(t *testing.T) {
 			EndPoints: []ControllerEndpoint{{Name: "C", Host: "h", Port: 9093, SecurityProtocol: 0}}},
 			"01 1b 00 | 00000bb8 |" + u01 + "| 00 | 02 02 43 02 68 2385 0000 00 | 01 | 00"},
 		{"UnregisterControllerRecord", &UnregisterControllerRecord{ControllerID: 3000}, "01 1d 00 | 00000bb8 | 00"},
+		{"RegisterBrokerRecord v4 cordoned none", withVersion(&RegisterBrokerRecord{BrokerID: 1, IncarnationID: uuidN(1), BrokerEpoch: 5,
+			Fenced: true, LogDirs: [][16]byte{uuidN(0x21)}, CordonedLogDirs: [][16]byte{}}, 4),
+			"01 00 04 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 01 | 00 | 01 | 00 | 02 | 00 11 02" + u21 + "| 01 01 01"},
+		{"BrokerRegistrationChangeRecord v3 cordoned none", withVersion(&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 11,
+			CordonedLogDirs: [][16]byte{}}, 3),
+			"01 11 03 | 00000001 | 000000000000000b | 01 03 01 01"},
+		{"BrokerRegistrationChangeRecord v3 cordoned one", withVersion(&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 11,
+			Fenced: -1, CordonedLogDirs: [][16]byte{uuidN(0x21)}}, 3),
+			"01 11 03 | 00000001 | 000000000000000b | 02 00 01 ff 03 11 02" + u21},
+		{"ClearElrRecord all", &ClearElrRecord{}, "01 1c 00 | 01 | 00"},
+		{"ClearElrRecord topic", &ClearElrRecord{TopicName: "t"}, "01 1c 00 | 02 74 | 00"},
+		{"UserScramCredentialRecord", &UserScramCredentialRecord{Name: "a", Mechanism: 1, Salt: []byte{1, 2},
+			StoredKey: []byte{3}, ServerKey: []byte{}, Iterations: 4096},
+			"01 0b 00 | 02 61 | 01 | 03 0102 | 02 03 | 01 | 00001000 | 00"},
+		{"RemoveUserScramCredentialRecord", &RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 2},
+			"01 16 00 | 06 616c696365 | 02 | 00"},
+		{"AccessControlEntryRecord", &AccessControlEntryRecord{ID: uuidN(1), ResourceType: 2, ResourceName: "t", PatternType: 3,
+			Principal: "User:a", Host: "*", Operation: 3, PermissionType: 3},
+			"01 12 00 |" + u01 + "| 02 | 02 74 | 03 | 07 557365723a61 | 02 2a | 03 | 03 | 00"},
+		{"RemoveAccessControlEntryRecord", &RemoveAccessControlEntryRecord{ID: uuidN(1)}, "01 13 00 |" + u01 + "| 00"},
+		{"DelegationTokenRecord", &DelegationTokenRecord{Owner: "User:a", Requester: "User:a", Renewers: []string{"User:b"},
+			IssueTimestamp: 1, MaxTimestamp: 2, ExpirationTimestamp: 3, TokenID: "t"},
+			"01 0a 00 | 07 557365723a61 | 07 557365723a61 | 02 07 557365723a62 | 0000000000000001 | 0000000000000002 | 0000000000000003 | 02 74 | 00"},
+		{"RemoveDelegationTokenRecord", &RemoveDelegationTokenRecord{TokenID: "t"}, "01 1a 00 | 02 74 | 00"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,95 +174,6 @@ func TestDecodeDefaults(t *testing.T) {
 	if NewPartitionRecord().Leader != -1 || NewPartitionRecord().PartitionEpoch != -1 || NewProducerIdsRecord().BrokerEpoch != -1 {
 		t.Fatal("New* defaults")
 	}
-}
-
-// populated returns a record of every key with every field of version v
-// set to a non-default value, and unknown tags.
-func populated(key, v int16) Record {
-	unk := []TaggedField{{Tag: 90, Data: []byte{1, 2}}, {Tag: 91, Data: nil}}
-	eps := []BrokerEndpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092, SecurityProtocol: 0, UnknownTags: unk},
-		{Name: "SSL", Host: "h2", Port: 9093, SecurityProtocol: 1}}
-	fs := []BrokerFeature{{Name: "metadata.version", MinSupportedVersion: 1, MaxSupportedVersion: 25, UnknownTags: unk}}
-	var r Record
-	switch key {
-	case KeyRegisterBroker:
-		x := &RegisterBrokerRecord{BrokerID: 7, IsMigratingZkBroker: v >= 2, IncarnationID: uuidN(3), BrokerEpoch: 99,
-			EndPoints: eps, Features: fs, Rack: strp("rack1"), Fenced: false, InControlledShutdown: v >= 1, UnknownTags: unk}
-		if v >= 3 {
-			x.LogDirs = [][16]byte{uuidN(4), uuidN(5)}
-		}
-		r = x
-	case KeyUnregisterBroker:
-		r = &UnregisterBrokerRecord{BrokerID: 7, BrokerEpoch: 99, UnknownTags: unk}
-	case KeyTopic:
-		r = &TopicRecord{Name: "topic", TopicID: uuidN(9), UnknownTags: unk}
-	case KeyPartition:
-		x := &PartitionRecord{PartitionID: 4, TopicID: uuidN(9), Replicas: []int32{1, 2, 3}, Isr: []int32{1, 2},
-			RemovingReplicas: []int32{3}, AddingReplicas: []int32{4}, Leader: 1, LeaderRecoveryState: 1,
-			LeaderEpoch: 5, PartitionEpoch: 6, UnknownTags: unk}
-		if v >= 1 {
-			x.Directories = [][16]byte{uuidN(1), uuidN(2), uuidN(3)}
-		}
-		if v >= 2 {
-			x.EligibleLeaderReplicas = []int32{3}
-			x.LastKnownElr = []int32{}
-		}
-		r = x
-	case KeyConfig:
-		r = &ConfigRecord{ResourceType: 2, ResourceName: "topic", Name: "retention.ms", Value: strp("1000"), UnknownTags: unk}
-	case KeyPartitionChange:
-		x := &PartitionChangeRecord{PartitionID: 4, TopicID: uuidN(9), Isr: []int32{}, Leader: -1,
-			Replicas: []int32{1, 2}, RemovingReplicas: []int32{3}, AddingReplicas: []int32{}, LeaderRecoveryState: 0, UnknownTags: unk}
-		if v >= 1 {
-			x.Directories = [][16]byte{uuidN(1), uuidN(2)}
-		}
-		if v >= 2 {
-			x.EligibleLeaderReplicas = []int32{2}
-			x.LastKnownElr = []int32{1}
-		}
-		r = x
-	case KeyFenceBroker:
-		r = &FenceBrokerRecord{ID: 7, Epoch: 99, UnknownTags: unk}
-	case KeyUnfenceBroker:
-		r = &UnfenceBrokerRecord{ID: 7, Epoch: 99, UnknownTags: unk}
-	case KeyRemoveTopic:
-		r = &RemoveTopicRecord{TopicID: uuidN(9), UnknownTags: unk}
-	case KeyFeatureLevel:
-		r = &FeatureLevelRecord{Name: "kraft.version", FeatureLevel: 1, UnknownTags: unk}
-	case KeyClientQuota:
-		r = &ClientQuotaRecord{Entity: []ClientQuotaEntityData{{EntityType: "user", EntityName: strp("alice"), UnknownTags: unk},
-			{EntityType: "client-id"}}, QuotaKey: "producer_byte_rate", Value: 1024.5, Remove: true, UnknownTags: unk}
-	case KeyProducerIds:
-		r = &ProducerIdsRecord{BrokerID: 7, BrokerEpoch: 99, NextProducerID: 5000, UnknownTags: unk}
-	case KeyBrokerRegistrationChange:
-		x := &BrokerRegistrationChangeRecord{BrokerID: 7, BrokerEpoch: 99, Fenced: 1, UnknownTags: unk}
-		if v >= 1 {
-			x.InControlledShutdown = 1
-		}
-		if v >= 2 {
-			x.LogDirs = [][16]byte{uuidN(4)}
-		}
-		r = x
-	case KeyNoOp:
-		r = &NoOpRecord{UnknownTags: unk}
-	case KeyZkMigrationState:
-		r = &ZkMigrationStateRecord{ZkMigrationState: 3, UnknownTags: unk}
-	case KeyBeginTransaction:
-		r = &BeginTransactionRecord{Name: strp("txn"), UnknownTags: unk}
-	case KeyEndTransaction:
-		r = &EndTransactionRecord{UnknownTags: unk}
-	case KeyAbortTransaction:
-		r = &AbortTransactionRecord{Reason: strp(""), UnknownTags: unk}
-	case KeyRegisterController:
-		r = &RegisterControllerRecord{ControllerID: 3000, IncarnationID: uuidN(3), ZkMigrationReady: true,
-			EndPoints: eps, Features: fs, UnknownTags: unk}
-	case KeyUnregisterController:
-		r = &UnregisterControllerRecord{ControllerID: 3000, UnknownTags: unk}
-	default:
-		panic(key)
-	}
-	r.SetVersion(v)
-	return r
 }
 
 func TestRoundTripAllVersions(t *testing.T) {
@@ -312,6 +247,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"frame version 2", "02 14 00 00", ErrFrameVersion},
 		{"unknown key 6", "01 06 00 00", ErrUnknownRecordType},
 		{"unknown key 13", "01 0d 00 00", ErrUnknownRecordType},
+		{"unknown key 16", "01 10 00 00", ErrUnknownRecordType},
+		{"unknown key 30", "01 1e 00 00", ErrUnknownRecordType},
 		{"huge key", "01 ffff03 00 00", ErrUnknownRecordType},
 		{"unknown version", "01 14 01 00", ErrUnsupportedVersion},
 		{"PartitionRecord v3", "01 03 03 00", ErrUnsupportedVersion},
@@ -354,7 +291,9 @@ func TestDecodeHugeCountDoesNotAllocate(t *testing.T) {
 
 func TestRecordVersionFor(t *testing.T) {
 	cases := []struct{ key, mv, want int16 }{
-		{KeyRegisterBroker, 0, 3}, {KeyRegisterBroker, 7, 1}, {KeyRegisterBroker, 8, 2}, {KeyRegisterBroker, 21, 3},
+		{KeyRegisterBroker, 0, 4}, {KeyRegisterBroker, 7, 1}, {KeyRegisterBroker, 8, 2}, {KeyRegisterBroker, 21, 3},
+		{KeyRegisterBroker, 29, 3}, {KeyRegisterBroker, 30, 4}, {KeyRegisterBroker, 33, 4},
+		{KeyBrokerRegistrationChange, 30, 3}, {KeyBrokerRegistrationChange, 0, 3}, {KeyClearElr, 33, 0},
 		{KeyPartition, 16, 0}, {KeyPartition, 17, 1}, {KeyPartition, 22, 1}, {KeyPartition, 23, 2},
 		{KeyPartitionChange, 23, 2}, {KeyBrokerRegistrationChange, 6, 0}, {KeyBrokerRegistrationChange, 7, 1},
 		{KeyBrokerRegistrationChange, 17, 2}, {KeyTopic, 25, 0},
@@ -373,6 +312,12 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	}
 	f.Add([]byte{1, 3, 0, 0, 0, 0, 0})
+	// What Apache Kafka 4.4 wrote (testdata/kafka-4.4.0).
+	for _, b := range fixtureRecords(f, "cluster-metadata.log") {
+		for _, r := range b.Records {
+			f.Add(EncodeRecord(r))
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeRecord(b)
 		if err != nil {
@@ -402,5 +347,52 @@ func TestValidateRecord(t *testing.T) {
 	r.SetVersion(1)
 	if err := ValidateRecord(r); !errors.Is(err, ErrUnsupportedVersion) {
 		t.Fatalf("bad version: %v", err)
+	}
+}
+
+// Huge counts and lengths in the new field kinds (struct arrays, string
+// arrays, bytes) fail as truncated before anything is allocated.
+func TestDecodeHugeLengthsDoNotAllocate(t *testing.T) {
+	for name, hexs := range map[string]string{
+		"struct array":  "01 00 00 | 00000001 |" + u01 + "| 0000000000000005 | ffffffff0f 00",
+		"string array":  "01 0a 00 | 02 61 | 02 61 | ffffffff0f 00",
+		"bytes":         "01 0b 00 | 02 61 | 01 | ffffffff0f 00",
+		"tagged uuids":  "01 11 03 | 00000001 | 000000000000000b | 01 03 05 ffffffff0f",
+		"quota entries": "01 0e 00 | ffffffff0f 00",
+	} {
+		b := h(t, hexs)
+		if _, err := DecodeRecord(b); !errors.Is(err, ErrTruncated) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if allocs := testing.AllocsPerRun(50, func() { DecodeRecord(b) }); allocs > 12 {
+			t.Errorf("%s: %v allocations", name, allocs)
+		}
+	}
+	// A null in a non-nullable string array element or bytes field is invalid.
+	if _, err := DecodeRecord(h(t, "01 0b 00 | 02 61 | 01 | 00 | 01 | 01 | 00001000 | 00")); !errors.Is(err, ErrInvalidField) {
+		t.Errorf("null salt: %v", err)
+	}
+	if _, err := DecodeRecord(h(t, "01 0a 00 | 02 61 | 02 61 | 02 00 | 0000000000000001 | 0000000000000002 | 0000000000000003 | 02 74 | 00")); !errors.Is(err, ErrInvalidField) {
+		t.Errorf("null renewer: %v", err)
+	}
+}
+
+// A nullable tagged array keeps null (absent) and empty apart.
+func TestNullableTaggedArray(t *testing.T) {
+	absent := "01 00 04 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 01 | 00 | 01 | 00 | 00"
+	r, err := DecodeRecord(h(t, absent))
+	if err != nil || r.(*RegisterBrokerRecord).CordonedLogDirs != nil {
+		t.Fatalf("absent: %+v %v", r, err)
+	}
+	empty := "01 00 04 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 01 | 00 | 01 | 00 | 01 | 01 01 01"
+	r, err = DecodeRecord(h(t, empty))
+	if cd := r.(*RegisterBrokerRecord).CordonedLogDirs; err != nil || cd == nil || len(cd) != 0 {
+		t.Fatalf("empty: %+v %v", r, err)
+	}
+	// An explicit null equals the default: decoded as nil, not written back.
+	null := "01 00 04 | 00000001 | 00 |" + u01 + "| 0000000000000005 | 01 | 01 | 00 | 01 | 00 | 01 | 01 01 00"
+	r, err = DecodeRecord(h(t, null))
+	if err != nil || r.(*RegisterBrokerRecord).CordonedLogDirs != nil || !bytes.Equal(EncodeRecord(r), h(t, absent)) {
+		t.Fatalf("null: %+v %v", r, err)
 	}
 }

@@ -1,6 +1,7 @@
 package metadatacache
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"slices"
@@ -30,6 +31,9 @@ type Broker struct {
 	InControlledShutdown bool
 	IsMigratingZkBroker  bool
 	Directories          [][16]byte // online log dirs, sorted
+	// CordonedDirectories are the log dirs the broker reported cordoned
+	// (KIP-1066, metadata.version 4.3-IV0); nil until it reports them.
+	CordonedDirectories [][16]byte
 }
 
 // Listener returns the broker's endpoint with the given listener name.
@@ -125,6 +129,49 @@ type ClientQuota struct {
 	Values map[string]float64
 }
 
+// ScramCredential is one user's SCRAM credential for one mechanism
+// (UserScramCredentialRecord; Kafka's ScramCredentialData).
+type ScramCredential struct {
+	Name       string
+	Mechanism  int8 // 1 SCRAM-SHA-256, 2 SCRAM-SHA-512
+	Salt       []byte
+	StoredKey  []byte
+	ServerKey  []byte
+	Iterations int32
+}
+
+// ScramKey identifies a SCRAM credential.
+type ScramKey struct {
+	Name      string
+	Mechanism int8
+}
+
+// ACL is one access control entry (AccessControlEntryRecord; Kafka's
+// StandardAcl), identified by its id. The enums are Kafka's codes
+// (ResourceType, PatternType, AclOperation, AclPermissionType).
+type ACL struct {
+	ID             [16]byte
+	ResourceType   int8
+	ResourceName   string
+	PatternType    int8
+	Principal      string
+	Host           string
+	Operation      int8
+	PermissionType int8
+}
+
+// DelegationToken is one delegation token (DelegationTokenRecord; Kafka's
+// DelegationTokenData), identified by its id.
+type DelegationToken struct {
+	TokenID             string
+	Owner               string
+	Requester           string
+	Renewers            []string
+	IssueTimestamp      int64
+	MaxTimestamp        int64
+	ExpirationTimestamp int64
+}
+
 // Image is an immutable view of the cluster metadata as of Offset. Images
 // share unchanged parts (topics, partitions, brokers) with the images they
 // were built from: nothing reachable from an Image may be modified. Because
@@ -149,6 +196,11 @@ type Image struct {
 	quotas           map[string]*ClientQuota
 	producerIDs      ProducerIDs
 	zkMigrationState int8
+	// Kept so that snapshots carry them; kgo-broker does not act on them
+	// yet (no SASL/SCRAM, authorizer or delegation tokens).
+	scram  map[ScramKey]*ScramCredential
+	acls   map[[16]byte]*ACL
+	tokens map[string]*DelegationToken
 }
 
 // EmptyImage returns an image with no metadata, at offset -1.
@@ -166,7 +218,8 @@ func EmptyImage(clusterID string) *Image {
 func (m *Image) IsEmpty() bool {
 	return len(m.features) == 0 && len(m.brokers) == 0 && len(m.controllers) == 0 &&
 		len(m.topicsByID) == 0 && len(m.configs) == 0 && len(m.quotas) == 0 &&
-		m.producerIDs.NextProducerID < 0 && m.zkMigrationState == 0
+		m.producerIDs.NextProducerID < 0 && m.zkMigrationState == 0 &&
+		len(m.scram) == 0 && len(m.acls) == 0 && len(m.tokens) == 0
 }
 
 // Feature returns the finalized level of a feature.
@@ -296,6 +349,32 @@ func (m *Image) ProducerIDs() ProducerIDs { return m.producerIDs }
 
 // ZkMigrationState returns the last ZkMigrationStateRecord value (0 None).
 func (m *Image) ZkMigrationState() int8 { return m.zkMigrationState }
+
+// ScramCredentials returns every SCRAM credential, ordered by mechanism then user.
+func (m *Image) ScramCredentials() []*ScramCredential {
+	out := slices.Collect(maps.Values(m.scram))
+	slices.SortFunc(out, func(a, b *ScramCredential) int {
+		if c := cmp.Compare(a.Mechanism, b.Mechanism); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// ACLs returns every ACL, ordered by id.
+func (m *Image) ACLs() []*ACL {
+	out := slices.Collect(maps.Values(m.acls))
+	slices.SortFunc(out, func(a, b *ACL) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return out
+}
+
+// DelegationTokens returns every delegation token, ordered by id.
+func (m *Image) DelegationTokens() []*DelegationToken {
+	out := slices.Collect(maps.Values(m.tokens))
+	slices.SortFunc(out, func(a, b *DelegationToken) int { return cmp.Compare(a.TokenID, b.TokenID) })
+	return out
+}
 
 // quotaKey is a canonical map key for a quota entity.
 func quotaKey(parts []ClientQuotaEntityPart) string {

@@ -35,6 +35,7 @@ type builder struct {
 	img *Image // starts as a shallow copy of the base
 
 	ownFeatures, ownBrokers, ownControllers, ownTopics, ownConfigs, ownQuotas bool
+	ownScram, ownACLs, ownTokens                                              bool
 
 	ownTopic  map[[16]byte]bool
 	ownConfig map[ConfigResource]bool
@@ -121,6 +122,30 @@ func (b *builder) quotas() map[string]*ClientQuota {
 		b.ownQuotas = true
 	}
 	return b.img.quotas
+}
+
+func (b *builder) scram() map[ScramKey]*ScramCredential {
+	if !b.ownScram {
+		b.img.scram = cloneMap(b.img.scram)
+		b.ownScram = true
+	}
+	return b.img.scram
+}
+
+func (b *builder) acls() map[[16]byte]*ACL {
+	if !b.ownACLs {
+		b.img.acls = cloneMap(b.img.acls)
+		b.ownACLs = true
+	}
+	return b.img.acls
+}
+
+func (b *builder) tokens() map[string]*DelegationToken {
+	if !b.ownTokens {
+		b.img.tokens = cloneMap(b.img.tokens)
+		b.ownTokens = true
+	}
+	return b.img.tokens
 }
 
 // replay applies one record. On error the image is unchanged. Transaction
@@ -226,7 +251,40 @@ func (b *builder) replay(rec Record) error {
 		b.img.producerIDs = ProducerIDs{BrokerID: r.BrokerID, BrokerEpoch: r.BrokerEpoch, NextProducerID: r.NextProducerID}
 	case *ZkMigrationStateRecord:
 		b.img.zkMigrationState = r.ZkMigrationState
+	case *ClearElrRecord:
+		return b.replayClearElr(r)
+	case *UserScramCredentialRecord:
+		// ScramDelta.replay: the credential of (user, mechanism) is replaced.
+		b.scram()[ScramKey{r.Name, r.Mechanism}] = &ScramCredential{
+			Name: r.Name, Mechanism: r.Mechanism, Salt: slices.Clone(r.Salt), StoredKey: slices.Clone(r.StoredKey),
+			ServerKey: slices.Clone(r.ServerKey), Iterations: r.Iterations,
+		}
+	case *RemoveUserScramCredentialRecord:
+		if _, ok := b.img.scram[ScramKey{r.Name, r.Mechanism}]; ok {
+			delete(b.scram(), ScramKey{r.Name, r.Mechanism})
+		}
+	case *AccessControlEntryRecord:
+		b.acls()[r.ID] = &ACL{
+			ID: r.ID, ResourceType: r.ResourceType, ResourceName: r.ResourceName, PatternType: r.PatternType,
+			Principal: r.Principal, Host: r.Host, Operation: r.Operation, PermissionType: r.PermissionType,
+		}
+	case *RemoveAccessControlEntryRecord:
+		// AclsDelta.replay(RemoveAccessControlEntryRecord)
+		if _, ok := b.img.acls[r.ID]; !ok {
+			return fmt.Errorf("failed to remove ACL %x: no such ACL exists", r.ID)
+		}
+		delete(b.acls(), r.ID)
+	case *DelegationTokenRecord:
+		b.tokens()[r.TokenID] = &DelegationToken{
+			TokenID: r.TokenID, Owner: r.Owner, Requester: r.Requester, Renewers: slices.Clone(r.Renewers),
+			IssueTimestamp: r.IssueTimestamp, MaxTimestamp: r.MaxTimestamp, ExpirationTimestamp: r.ExpirationTimestamp,
+		}
+	case *RemoveDelegationTokenRecord:
+		if _, ok := b.img.tokens[r.TokenID]; ok {
+			delete(b.tokens(), r.TokenID)
+		}
 	case *NoOpRecord, *BeginTransactionRecord, *EndTransactionRecord, *AbortTransactionRecord:
+		// KRaft's own transaction markers: the Cache handles them.
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownRecordType, rec)
 	}
@@ -273,6 +331,7 @@ func brokerFromRecord(r *RegisterBrokerRecord) *Broker {
 		InControlledShutdown: r.InControlledShutdown,
 		IsMigratingZkBroker:  r.IsMigratingZkBroker,
 		Directories:          sortedDirs(r.LogDirs),
+		CordonedDirectories:  slices.Clone(r.CordonedLogDirs),
 	}
 	if r.Rack != nil {
 		rack := *r.Rack
@@ -333,11 +392,17 @@ func (b *builder) replayBrokerChange(r *BrokerRegistrationChangeRecord) error {
 	if len(r.LogDirs) > 0 {
 		dirs = sortedDirs(r.LogDirs)
 	}
-	if fenced == cur.Fenced && ics == cur.InControlledShutdown && slices.Equal(dirs, cur.Directories) {
+	// A non-null CordonedLogDirs replaces the cordoned dirs (KIP-1066).
+	cordoned := cur.CordonedDirectories
+	if r.CordonedLogDirs != nil {
+		cordoned = slices.Clone(r.CordonedLogDirs)
+	}
+	if fenced == cur.Fenced && ics == cur.InControlledShutdown && slices.Equal(dirs, cur.Directories) &&
+		(cordoned == nil) == (cur.CordonedDirectories == nil) && slices.Equal(cordoned, cur.CordonedDirectories) {
 		return nil
 	}
 	nb := *cur
-	nb.Fenced, nb.InControlledShutdown, nb.Directories = fenced, ics, dirs
+	nb.Fenced, nb.InControlledShutdown, nb.Directories, nb.CordonedDirectories = fenced, ics, dirs, cordoned
 	b.brokers()[r.BrokerID] = &nb
 	return nil
 }
@@ -449,6 +514,35 @@ func (b *builder) replayPartitionChange(r *PartitionChangeRecord) error {
 	}
 	np.PartitionEpoch = cur.PartitionEpoch + 1
 	b.mutableTopic(t).Partitions[r.PartitionID] = &np
+	return nil
+}
+
+// replayClearElr is TopicsDelta.replay(ClearElrRecord): every partition of
+// the named topic (of every topic when the name is empty) that has an ELR or
+// a last known ELR gets both emptied, as a PartitionChangeRecord setting them
+// to [] would (which bumps the partition epoch).
+func (b *builder) replayClearElr(r *ClearElrRecord) error {
+	var topics []*Topic
+	if r.TopicName == "" {
+		topics = slices.Collect(maps.Values(b.img.topicsByID))
+	} else {
+		t := b.img.topicsByName[r.TopicName]
+		if t == nil {
+			return fmt.Errorf("cannot clear the ELR of topic %s: no such topic", r.TopicName)
+		}
+		topics = []*Topic{t}
+	}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if len(p.Elr) == 0 && len(p.LastKnownElr) == 0 {
+				continue
+			}
+			np := *p
+			np.Elr, np.LastKnownElr = []int32{}, []int32{}
+			np.PartitionEpoch++
+			b.mutableTopic(t).Partitions[p.ID] = &np
+		}
+	}
 	return nil
 }
 

@@ -5,19 +5,13 @@ import (
 	"slices"
 )
 
-// metadata.version feature levels at which record versions change
-// (MetadataVersion.java).
-const (
-	mv33IV3 int16 = 7  // InControlledShutdown in broker registrations
-	mv34IV0 int16 = 8  // ZK migration (RegisterBrokerRecord v2)
-	mv37IV2 int16 = 17 // directory assignment (KIP-858)
-	mv40IV1 int16 = 23 // eligible leader replicas (KIP-966)
-)
-
 // RecordVersionFor returns the version of a record the active controller
 // writes at a metadata.version feature level, as MetadataVersion's
-// registerBrokerRecordVersion, partitionRecordVersion and
-// partitionChangeRecordVersion do. Level 0 (unknown) returns the newest
+// registerBrokerRecordVersion and partition(Change)RecordVersion decide it.
+// For BrokerRegistrationChangeRecord it is the newest version the level
+// allows: Kafka writes v0 for fencing, v1 for controlled shutdown, v2 for
+// offline log dirs and v3 for cordoned log dirs (ReplicationControlManager),
+// each only once the level has it. Level 0 (unknown) returns the newest
 // version. Records with a single version return 0.
 func RecordVersionFor(key int16, metadataVersion int16) int16 {
 	if metadataVersion <= 0 {
@@ -26,28 +20,33 @@ func RecordVersionFor(key int16, metadataVersion int16) int16 {
 		}
 		return 0
 	}
+	mv := metadataVersion
 	switch key {
 	case KeyRegisterBroker:
 		switch {
-		case metadataVersion >= mv37IV2:
+		case mv >= MV4_3_IV0:
+			return 4
+		case mv >= MV3_7_IV2:
 			return 3
-		case metadataVersion >= mv34IV0:
+		case mv >= MV3_4_IV0:
 			return 2
-		case metadataVersion >= mv33IV3:
+		case mv >= MV3_3_IV3:
 			return 1
 		}
 	case KeyPartition, KeyPartitionChange:
 		switch {
-		case metadataVersion >= mv40IV1:
+		case mv >= MV4_0_IV1:
 			return 2
-		case metadataVersion >= mv37IV2:
+		case mv >= MV3_7_IV2:
 			return 1
 		}
 	case KeyBrokerRegistrationChange:
 		switch {
-		case metadataVersion >= mv37IV2:
+		case mv >= MV4_3_IV0:
+			return 3
+		case mv >= MV3_7_IV2:
 			return 2
-		case metadataVersion >= mv33IV3:
+		case mv >= MV3_3_IV3:
 			return 1
 		}
 	}
@@ -57,11 +56,17 @@ func RecordVersionFor(key int16, metadataVersion int16) int16 {
 // Records writes the image back as metadata records, in the order of
 // Kafka's MetadataImage.write: features (metadata.version first), brokers,
 // controllers, topics with their partitions, configs, client quotas,
-// producer ids. Record versions follow the image's metadata.version (see
-// RecordVersionFor). Replaying the result on an empty image gives an
-// image equal to this one. It is meant for snapshots.
+// producer ids, ACLs, SCRAM credentials, delegation tokens. Record versions
+// follow the image's metadata.version (see RecordVersionFor); what the
+// level cannot carry is left out, as Kafka's ImageWriterOptions.handleLoss
+// does (controllers below 3.7-IV0, cordoned dirs below 4.3-IV0, SCRAM below
+// 3.5-IV2, delegation tokens below 3.6-IV2). Replaying the result on an
+// empty image gives an image equal to this one. It is meant for snapshots.
 func (m *Image) Records() []Record {
 	mv := m.MetadataVersion()
+	// has reports whether the level carries what level lv added; an image
+	// without a metadata.version writes everything.
+	has := func(lv int16) bool { return mv <= 0 || mv >= lv }
 	var out []Record
 
 	// FeaturesImage.write
@@ -91,10 +96,16 @@ func (m *Image) Records() []Record {
 			InControlledShutdown: b.InControlledShutdown,
 			LogDirs:              b.Directories,
 		}
+		if has(MV4_3_IV0) {
+			r.CordonedLogDirs = b.CordonedDirectories
+		}
 		r.SetVersion(RecordVersionFor(KeyRegisterBroker, mv))
 		out = append(out, r)
 	}
 	for _, c := range m.Controllers() {
+		if !has(MV3_7_IV0) {
+			break
+		}
 		out = append(out, &RegisterControllerRecord{
 			ControllerID:     c.ID,
 			IncarnationID:    c.IncarnationID,
@@ -158,6 +169,33 @@ func (m *Image) Records() []Record {
 	if m.producerIDs.NextProducerID >= 0 {
 		p := m.producerIDs
 		out = append(out, &ProducerIdsRecord{BrokerID: p.BrokerID, BrokerEpoch: p.BrokerEpoch, NextProducerID: p.NextProducerID})
+	}
+
+	// AclsImage.write
+	for _, a := range m.ACLs() {
+		out = append(out, &AccessControlEntryRecord{
+			ID: a.ID, ResourceType: a.ResourceType, ResourceName: a.ResourceName, PatternType: a.PatternType,
+			Principal: a.Principal, Host: a.Host, Operation: a.Operation, PermissionType: a.PermissionType,
+		})
+	}
+
+	// ScramImage.write
+	if has(MV3_5_IV2) {
+		for _, c := range m.ScramCredentials() {
+			out = append(out, &UserScramCredentialRecord{
+				Name: c.Name, Mechanism: c.Mechanism, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations,
+			})
+		}
+	}
+
+	// DelegationTokenImage.write
+	if has(MV3_6_IV2) {
+		for _, t := range m.DelegationTokens() {
+			out = append(out, &DelegationTokenRecord{
+				Owner: t.Owner, Requester: t.Requester, Renewers: t.Renewers, IssueTimestamp: t.IssueTimestamp,
+				MaxTimestamp: t.MaxTimestamp, ExpirationTimestamp: t.ExpirationTimestamp, TokenID: t.TokenID,
+			})
+		}
 	}
 	return out
 }

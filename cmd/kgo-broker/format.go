@@ -6,20 +6,14 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/controller"
+	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
-
-// metadataVersion is the metadata.version the controller bootstraps a new
-// cluster with (controller.DefaultMetadataVersion, feature level 25). kgo-broker
-// does not write bootstrap.checkpoint: the controller writes these feature levels
-// itself when the metadata log is empty.
-const metadataVersion = "4.0-IV3"
-
-// releaseVersions maps the --release-version values kgo-broker accepts to the
-// metadata.version they mean.
-var releaseVersions = map[string]string{"4.0": "4.0-IV3", "4.0-IV3": "4.0-IV3"}
 
 // formatOptions are kafka-storage.sh format's options.
 type formatOptions struct {
@@ -29,6 +23,51 @@ type formatOptions struct {
 	Standalone         bool
 	NoInitialControls  bool
 	InitialControllers string
+	// Features are the --feature name=level options (the last one of a name wins).
+	Features map[string]int16
+}
+
+// bootstrap is what a format finalizes: the metadata.version and the
+// feature levels (controller.BootstrapFeatures), written into the zero
+// checkpoint of a controller's metadata log dir.
+type bootstrap struct {
+	MV       int16
+	Features []controller.Feature
+}
+
+// defaultBootstrap is what the first-start format uses.
+func defaultBootstrap() bootstrap {
+	return bootstrap{controller.DefaultMetadataVersion, controller.DefaultBootstrapFeatures()}
+}
+
+// resolveBootstrap is Formatter's calculateEffectiveReleaseVersion and
+// calculateEffectiveFeatureLevels for --release-version and --feature.
+func resolveBootstrap(cfg *config.Config, o formatOptions) (bootstrap, error) {
+	mv, err := controller.ResolveReleaseVersion(o.ReleaseVersion, o.Features)
+	if err != nil {
+		return bootstrap{}, &formatError{err.Error()}
+	}
+	given := make(map[string]int16, len(o.Features))
+	for k, v := range o.Features {
+		if k != metadatacache.MetadataVersionFeature {
+			given[k] = v
+		}
+	}
+	dynamic := len(cfg.Voters) == 0 && (o.Standalone || o.NoInitialControls || o.InitialControllers != "")
+	fs, err := controller.BootstrapFeatures(mv, given, dynamic)
+	if err != nil {
+		return bootstrap{}, &formatError{err.Error()}
+	}
+	return bootstrap{mv, fs}, nil
+}
+
+// String is BootstrapMetadata.toString, which kafka-storage.sh format prints.
+func (b bootstrap) String() string {
+	recs := make([]string, len(b.Features))
+	for i, f := range b.Features {
+		recs[i] = fmt.Sprintf("ApiMessageAndVersion(FeatureLevelRecord(name='%s', featureLevel=%d) at version 0)", f.Name, f.Level)
+	}
+	return fmt.Sprintf("BootstrapMetadata(records=[%s], metadataVersionLevel=%d, source=format command)", strings.Join(recs, ", "), b.MV)
 }
 
 // formatError is a failure kafka-storage.sh reports on stderr with exit code 1.
@@ -103,8 +142,12 @@ func dirDescription(dir string, cfg *config.Config, standalone bool) string {
 }
 
 // formatEmpty writes meta.properties v1 into every empty directory, printing
-// Kafka's line for each before writing it. It returns the directory ids.
-func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID, mv string, standalone bool) error {
+// Kafka's line for each before writing it, and, on a node with the
+// controller role, the bootstrap metadata into the zero checkpoint of the
+// metadata log dir when that is one of them (Formatter.doFormat).
+func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID string, b bootstrap, standalone bool) error {
+	fmt.Fprintf(w, "Bootstrap metadata: %s\n", b)
+	mv := metadatacache.MetadataVersionName(b.MV)
 	used := map[config.UUID]bool{}
 	for _, s := range states {
 		used[s.Meta.DirectoryID] = true
@@ -127,6 +170,11 @@ func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID, 
 		if err := config.WriteMetaProperties(s.Dir, m); err != nil {
 			return fmt.Errorf("Error while writing meta.properties file %s: %v", s.Dir, err)
 		}
+		if s.Dir == cfg.MetadataLogDir && cfg.ProcessRoles.IsController() {
+			if err := controller.WriteBootstrapCheckpoint(s.Dir, controller.BootstrapRecords(b.Features), time.Now().UnixMilli()); err != nil {
+				return fmt.Errorf("Error while writing the bootstrap snapshot in %s: %v", s.Dir, err)
+			}
+		}
 		s.Meta, s.Found = m, true
 	}
 	return nil
@@ -137,13 +185,9 @@ func runFormat(w io.Writer, cfg *config.Config, o formatOptions) error {
 	if o.ClusterID == "" {
 		return &formatError{"You must specify the cluster id."}
 	}
-	mv := metadataVersion
-	if o.ReleaseVersion != "" {
-		v, ok := releaseVersions[o.ReleaseVersion]
-		if !ok {
-			return &formatError{fmt.Sprintf("Unknown metadata.version '%s'. Supported metadata.version are: %s (kgo-broker bootstraps %s only)", o.ReleaseVersion, metadataVersion, metadataVersion)}
-		}
-		mv = v
+	b, err := resolveBootstrap(cfg, o)
+	if err != nil {
+		return err
 	}
 	if o.InitialControllers != "" {
 		return &formatError{"--initial-controllers is not supported by kgo-broker yet: use controller.quorum.voters (static quorum)"}
@@ -187,7 +231,7 @@ func runFormat(w io.Writer, cfg *config.Config, o formatOptions) error {
 		fmt.Fprintln(w, "All of the log directories are already formatted.")
 		return nil
 	}
-	return formatEmpty(w, cfg, states, o.ClusterID, mv, o.Standalone)
+	return formatEmpty(w, cfg, states, o.ClusterID, b, o.Standalone)
 }
 
 // dockerDefaultClusterID is the CLUSTER_ID Apache Kafka's docker image uses when
@@ -290,7 +334,7 @@ func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (p pre
 			" so that every node of this multi-node cluster agrees; set CLUSTER_ID (the same on every node) to choose one"
 	}
 	if len(p.Formatted) > 0 {
-		if err := formatEmpty(w, cfg, states, clusterID, metadataVersion, false); err != nil {
+		if err := formatEmpty(w, cfg, states, clusterID, defaultBootstrap(), false); err != nil {
 			return preparedStorage{}, err
 		}
 	} else {
@@ -344,7 +388,18 @@ func parseFormatArgs(args []string) (configFile string, o formatOptions, err err
 			o.Standalone = true
 		case "-N", "--no-initial-controllers":
 			o.NoInitialControls = true
-		case "-S", "--add-scram", "-f", "--feature":
+		case "-f", "--feature":
+			v, err = value()
+			if err == nil {
+				var fname string
+				var level int16
+				fname, level, err = parseFeatureLevel(v)
+				if o.Features == nil {
+					o.Features = map[string]int16{}
+				}
+				o.Features[fname] = level
+			}
+		case "-S", "--add-scram":
 			return "", o, fmt.Errorf("argument %s is not supported by kgo-broker yet", name)
 		default:
 			return "", o, fmt.Errorf("unrecognized arguments: '%s'", a)
@@ -369,4 +424,17 @@ func parseFormatArgs(args []string) (configFile string, o formatOptions, err err
 		return "", o, errors.New("argument --standalone, --no-initial-controllers and --initial-controllers are mutually exclusive")
 	}
 	return configFile, o, nil
+}
+
+// parseFeatureLevel parses a --feature value (StorageTool.parseNameAndLevel).
+func parseFeatureLevel(s string) (string, int16, error) {
+	name, level, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", 0, fmt.Errorf("Can't parse feature=level string %s: equals sign not found.", s)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(level), 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("Can't parse feature=level string %s: unable to parse %s as a short.", s, strings.TrimSpace(level))
+	}
+	return strings.TrimSpace(name), int16(n), nil
 }

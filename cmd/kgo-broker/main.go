@@ -6,6 +6,7 @@
 //	kgo-broker [server.properties] [--override key=value ...]   run the node
 //	kgo-broker format -t <cluster-id> -c <server.properties> [--ignore-formatted]
 //	           [--standalone | --no-initial-controllers] [--release-version V]
+//	           [--feature name=level ...]
 //	kgo-broker random-uuid
 //	kgo-broker version
 //
@@ -37,6 +38,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/controller"
+	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
@@ -83,6 +86,7 @@ const usage = `Usage:
   kgo-broker [server.properties] [--override key=value ...] [--log-format console|json] [--log-level LEVEL]
   kgo-broker format -t <cluster-id> -c <server.properties> [--ignore-formatted]
              [--standalone | --no-initial-controllers] [--release-version V]
+             [--feature name=level ...]
   kgo-broker random-uuid
   kgo-broker version
   kgo-broker healthcheck [host:port] [-c server.properties] [--timeout 5s]
@@ -270,7 +274,7 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 	}
 	if len(st.Formatted) > 0 {
 		logger.Info("formatted empty log directories", zap.String("cluster.id", clusterID),
-			zap.Strings("dirs", st.Formatted), zap.String("metadata.version", metadataVersion))
+			zap.Strings("dirs", st.Formatted), zap.String("metadata.version", metadatacache.MetadataVersionName(controller.DefaultMetadataVersion)))
 	} else {
 		logger.Info("log directories formatted", zap.String("cluster.id", clusterID), zap.Strings("dirs", cfg.AllDirs()))
 	}

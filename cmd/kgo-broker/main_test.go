@@ -60,6 +60,17 @@ func TestVersionCommand(t *testing.T) {
 	}
 }
 
+// bootstrapLine is the "Bootstrap metadata: ..." line kafka-storage.sh
+// format prints (BootstrapMetadata.toString), for metadata.version mv and
+// the other features given as name, level pairs.
+func bootstrapLine(mv int16, features ...any) string {
+	recs := fmt.Sprintf("ApiMessageAndVersion(FeatureLevelRecord(name='metadata.version', featureLevel=%d) at version 0)", mv)
+	for i := 0; i+1 < len(features); i += 2 {
+		recs += fmt.Sprintf(", ApiMessageAndVersion(FeatureLevelRecord(name='%s', featureLevel=%d) at version 0)", features[i], features[i+1])
+	}
+	return fmt.Sprintf("Bootstrap metadata: BootstrapMetadata(records=[%s], metadataVersionLevel=%d, source=format command)\n", recs, mv)
+}
+
 func TestFormat(t *testing.T) {
 	dir := t.TempDir()
 	props := serverProps(t, dir, "")
@@ -69,9 +80,10 @@ func TestFormat(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("%d %s", code, errOut)
 	}
-	want := fmt.Sprintf("Formatting data directory %s with metadata.version 4.0-IV3.\n"+
-		"Formatting data directory %s with metadata.version 4.0-IV3.\n"+
-		"Formatting metadata directory %s with metadata.version 4.0-IV3.\n", d1, d2, meta)
+	want := bootstrapLine(33, "group.version", 1, "transaction.version", 2) +
+		fmt.Sprintf("Formatting data directory %s with metadata.version 4.4-IV2.\n"+
+			"Formatting data directory %s with metadata.version 4.4-IV2.\n"+
+			"Formatting metadata directory %s with metadata.version 4.4-IV2.\n", d1, d2, meta)
 	if out != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}
@@ -101,7 +113,7 @@ func TestFormat(t *testing.T) {
 	// --ignore-formatted formats only the empty one.
 	os.RemoveAll(d2)
 	code, out, _ = runCmd("format", "-t", "5L6g3nShT-eMCtK--X86sw", "-c", props, "-g", "--release-version", "4.0")
-	if code != 0 || out != fmt.Sprintf("Formatting data directory %s with metadata.version 4.0-IV3.\n", d2) {
+	if code != 0 || out != bootstrapLine(25, "group.version", 1, "transaction.version", 2)+fmt.Sprintf("Formatting data directory %s with metadata.version 4.0-IV3.\n", d2) {
 		t.Fatalf("%d %q", code, out)
 	}
 	// A different cluster id is refused, naming the directory.
