@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -141,43 +142,62 @@ func (f *faultNet) iptables(id int32, args ...string) error {
 	return nil
 }
 
-// drop adds one rule in node id's namespace: chain INPUT drops packets from
-// peer, chain OUTPUT drops packets to it.
-func (f *faultNet) drop(id int32, chain string, peer int32) {
+// apply adds rules (iptables-restore lines such as "-A OUTPUT -d ip/32 -j
+// DROP") in each node's namespace, one iptables-restore --noflush per node
+// (atomic within a node), the nodes in id order.
+func (f *faultNet) apply(rules map[int32][]string) {
 	f.t.Helper()
+	ids := make([]int32, 0, len(rules))
+	for id := range rules {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		in := "*filter\n" + strings.Join(rules[id], "\n") + "\nCOMMIT\n"
+		cmd := exec.Command("ip", "netns", "exec", f.ns(id), iptablesPath()+"-restore", "-w", "--noflush")
+		cmd.Stdin = strings.NewReader(in)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			f.t.Fatalf("iptables-restore in %s: %v: %s\n%s", f.ns(id), err, out, in)
+		}
+		f.mu.Lock()
+		f.rules[id] = append(f.rules[id], rules[id]...)
+		f.mu.Unlock()
+	}
+}
+
+func (f *faultNet) dropRule(chain string, peer int32) string {
 	dir := "-s"
 	if chain == "OUTPUT" {
 		dir = "-d"
 	}
-	if err := f.iptables(id, "-A", chain, dir, f.IP(peer)+"/32", "-j", "DROP"); err != nil {
-		f.t.Fatal(err)
-	}
-	f.mu.Lock()
-	f.rules[id] = append(f.rules[id], chain)
-	f.mu.Unlock()
+	return fmt.Sprintf("-A %s %s %s/32 -j DROP", chain, dir, f.IP(peer))
 }
 
-// Partition cuts every node of a from every node of b, both ways.
+// Partition cuts every node of a from every node of b, both ways. The
+// rules of a's nodes go in first: a single node in a is cut off as soon as
+// its own rules are in place.
 func (f *faultNet) Partition(a, b []int32) {
 	f.t.Helper()
+	first, second := map[int32][]string{}, map[int32][]string{}
 	for _, x := range a {
 		for _, y := range b {
-			f.drop(x, "OUTPUT", y)
-			f.drop(x, "INPUT", y)
-			f.drop(y, "OUTPUT", x)
-			f.drop(y, "INPUT", x)
+			first[x] = append(first[x], f.dropRule("OUTPUT", y), f.dropRule("INPUT", y))
+			second[y] = append(second[y], f.dropRule("OUTPUT", x), f.dropRule("INPUT", x))
 		}
 	}
+	f.apply(first)
+	f.apply(second)
 }
 
 // DropOneWay loses every packet from node `from` to the nodes in to (the
-// other direction still flows).
+// other direction still flows), dropped as it leaves from.
 func (f *faultNet) DropOneWay(from int32, to []int32) {
 	f.t.Helper()
+	rules := map[int32][]string{}
 	for _, y := range to {
-		f.drop(from, "OUTPUT", y)
-		f.drop(y, "INPUT", from)
+		rules[from] = append(rules[from], f.dropRule("OUTPUT", y))
 	}
+	f.apply(rules)
 }
 
 // Heal removes every rule.

@@ -245,6 +245,10 @@ func TestFaults(t *testing.T) {
 				if t.Failed() && !cfg.long {
 					break
 				}
+				if st.Stuck >= 3 {
+					t.Errorf("%s: %d runs left the cluster unhealthy; giving up on this kind after %d runs", k.name, st.Stuck, st.Runs)
+					break
+				}
 			}
 			st.Updated = time.Now().UTC()
 			t.Logf("RESULT %s", st.line())
@@ -559,12 +563,45 @@ func (e *faultEnv) recoverAfter(r *runResult, since time.Time) {
 	_, err := e.waitHealthy(90 * time.Second)
 	r.recover, r.recovered = time.Since(since), err == nil
 	if err != nil {
-		r.note += "; " + err.Error()
+		r.note += "; " + err.Error() + e.epochDiagnosis()
 	}
 }
 
+// epochDiagnosis lists, for every partition whose ISR is not full, each
+// replica's log end (segment sizes) and leader-epoch-checkpoint, read from
+// the node's log dir: what a stuck follower and its leader disagree on.
+func (e *faultEnv) epochDiagnosis() string {
+	var st []partitionState
+	for _, b := range e.c.Brokers() {
+		var err error
+		if st, err = topicState(b.Addr, e.w.topic); err == nil {
+			break
+		}
+	}
+	var b strings.Builder
+	for p, s := range st {
+		if slices.Equal(s.isr, s.replicas) {
+			continue
+		}
+		fmt.Fprintf(&b, "\n    %s-%d leader %d epoch %d isr %v:", e.w.topic, p, s.leader, s.epoch, s.isr)
+		for _, r := range s.replicas {
+			dir := filepath.Join(e.c.Node(r).DataDir, fmt.Sprintf("%s-%d", e.w.topic, p))
+			cp, _ := os.ReadFile(filepath.Join(dir, "leader-epoch-checkpoint"))
+			var size int64
+			segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			for _, sg := range segs {
+				if fi, err := os.Stat(sg); err == nil {
+					size += fi.Size()
+				}
+			}
+			fmt.Fprintf(&b, " node %d: %d bytes of segments, leader-epoch-checkpoint %q;", r, size, strings.ReplaceAll(strings.TrimSpace(string(cp)), "\n", " | "))
+		}
+	}
+	return b.String()
+}
+
 const (
-	holdCap  = 30 * time.Second // how long a pause or partition is held at most
+	holdCap  = 15 * time.Second // how long a pause or partition is held at most
 	totalCap = 60 * time.Second // how long a run is measured at most
 )
 
@@ -617,8 +654,10 @@ func (e *faultEnv) killAll() runResult {
 // to totalCap and waits for health.
 func (e *faultEnv) hold(what string, tg faultTarget, apply, heal func()) runResult {
 	r := runResult{what: what}
-	t0 := time.Now()
 	apply()
+	// From the moment the fault is wholly in place (an iptables-restore per
+	// namespace takes some milliseconds).
+	t0 := time.Now()
 	e.measure(t0, tg, t0.Add(holdCap), &r.m)
 	healed := time.Now()
 	heal()
@@ -681,10 +720,10 @@ func (e *faultEnv) diskFull() runResult {
 	n := e.c.Node(v)
 	r := runResult{what: fmt.Sprintf("fill node %d's log dir (leader of %v)", v, parts)}
 	filler := filepath.Join(e.tmpfs[v], "filler")
-	t0 := time.Now()
 	if err := fillDisk(filler); err != nil {
 		e.t.Fatalf("filling %s: %v", filler, err)
 	}
+	t0 := time.Now() // the disk is full from here on
 	e.measure(t0, faultTarget{leaders: []int32{v}, parts: parts, majority: e.others(v)}, t0.Add(holdCap), &r.m)
 	exited := isClosed(exitedChan(n))
 	if exited {

@@ -433,7 +433,7 @@ func (w *workload) Check(t testing.TB) checkResult {
 	// Every replica at the same high watermark, equal to the leader's end.
 	var logs map[int32][]*replicaLog
 	var lastErr error
-	err := pollUntil(90*time.Second, nil, func() error {
+	err := pollUntil(60*time.Second, nil, func() error {
 		logs, lastErr = w.readAllReplicas()
 		if lastErr != nil {
 			return lastErr
@@ -717,5 +717,5 @@ func checkMetadataLogs(c *Cluster, res *checkResult) {
 			}
 		}
 	}
-	res.notef("metadata logs: %d batches compared on %d controllers in [%d, %d)", compared, len(logs), from, q.HW)
+	res.notef("metadata logs: %d batch comparisons with leader %d's log over %d controllers in [%d, %d)", compared, ld.ID, len(logs), from, q.HW)
 }
