@@ -93,6 +93,10 @@ var faultKinds = []faultKind{
 	{"partition-controller", topoSplit, "netns", (*faultEnv).partitionController},
 	{"oneway-leader", topoCombined, "netns", (*faultEnv).onewayLeader},
 	{"disk-full", topoCombined, "tmpfs", (*faultEnv).diskFull},
+	// The sequence of the ISR bug being fixed at the time of writing: kill -9
+	// and restart a leader, then SIGSTOP its successor; the successor could
+	// stay out of the ISR for minutes after SIGCONT.
+	{"kill-then-pause-successor", topoCombined, "", (*faultEnv).killThenPauseSuccessor},
 }
 
 // faultConfig is the suite's configuration from the environment.
@@ -155,6 +159,7 @@ type kindStats struct {
 	OffsetMismatch, PhantomReads  int
 	ConsumerRewinds               int
 	DivergedReplicas              int
+	LaggingReplicas               int // never caught up by the end (a stuck follower)
 	DivergedMetadata              int
 	Stuck                         int // runs after which the cluster was not healthy again in time
 	NoNewLeader, NoResume         int // runs in which that was not seen within the time allowed
@@ -176,6 +181,7 @@ func (s *kindStats) add(cr checkResult) {
 	s.PhantomReads += cr.PhantomReads
 	s.ConsumerRewinds += cr.ConsumerRewinds
 	s.DivergedReplicas += max(cr.DivergedReplicas, 0)
+	s.LaggingReplicas += cr.LaggingReplicas
 	s.DivergedMetadata += max(cr.DivergedMetadata, 0)
 	if cr.DivergedReplicas < 0 || cr.DivergedMetadata < 0 {
 		s.Stuck++
@@ -355,12 +361,12 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 	checkMetadataLogs(e.c, &cres)
 	st.add(cres)
 	acked, _ := cres.Acked, cres.Failed
-	t.Logf("CHECK %s: %d acknowledged, %d failed, %d unacknowledged; lost %d, duplicated %d, reordered %d, offset mismatch %d, phantom reads %d, consumer rewinds %d, diverged replicas %d, diverged metadata logs %d",
-		k.name, acked, cres.Failed, cres.Unacked, cres.Lost, cres.Duplicated, cres.Reordered, cres.OffsetMismatch, cres.PhantomReads, cres.ConsumerRewinds, cres.DivergedReplicas, cres.DivergedMetadata)
+	t.Logf("CHECK %s: %d acknowledged, %d failed, %d unacknowledged; lost %d, duplicated %d, reordered %d, offset mismatch %d, phantom reads %d, consumer rewinds %d, diverged replicas %d, lagging replicas %d, diverged metadata logs %d",
+		k.name, acked, cres.Failed, cres.Unacked, cres.Lost, cres.Duplicated, cres.Reordered, cres.OffsetMismatch, cres.PhantomReads, cres.ConsumerRewinds, cres.DivergedReplicas, cres.LaggingReplicas, cres.DivergedMetadata)
 	for _, n := range cres.Notes {
 		t.Logf("  %s", n)
 	}
-	if cres.Lost+cres.Duplicated+cres.Reordered+cres.OffsetMismatch+cres.PhantomReads+cres.ConsumerRewinds != 0 || cres.DivergedReplicas != 0 || cres.DivergedMetadata != 0 {
+	if cres.Lost+cres.Duplicated+cres.Reordered+cres.OffsetMismatch+cres.PhantomReads+cres.ConsumerRewinds != 0 || cres.DivergedReplicas != 0 || cres.LaggingReplicas != 0 || cres.DivergedMetadata != 0 {
 		t.Errorf("%s: the checks failed (see CHECK above)", k.name)
 	}
 	if acked == 0 {
@@ -676,6 +682,28 @@ func (e *faultEnv) pauseLeader() runResult {
 		faultTarget{leaders: []int32{v}, parts: parts, majority: e.others(v)}, n.Pause, n.Resume)
 }
 
+// killThenPauseSuccessor kills a leader, restarts it, waits for health, and
+// then pauses the partition's new leader: the measured fault is the pause.
+func (e *faultEnv) killThenPauseSuccessor() runResult {
+	st := e.states()
+	p := e.rng.Intn(len(st))
+	v := st[p].leader
+	n := e.c.Node(v)
+	n.Kill()
+	n.Start()
+	e.c.WaitNodeReady(n, readyTimeout())
+	var pre runResult
+	e.recoverAfter(&pre, time.Now())
+	if !pre.recovered {
+		return runResult{what: fmt.Sprintf("kill -9 node %d (leader of partition %d), restart", v, p), note: pre.note}
+	}
+	st = e.states()
+	s := st[p].leader
+	sn := e.c.Node(s)
+	return e.hold(fmt.Sprintf("kill -9 node %d (leader of partition %d), restart, then SIGSTOP its successor %d (leader of %v)", v, p, s, ledBy(st, s)),
+		faultTarget{leaders: []int32{s}, parts: ledBy(st, s), majority: e.others(s)}, sn.Pause, sn.Resume)
+}
+
 func (e *faultEnv) pauseController() runResult {
 	ld, _ := e.c.WaitLeader(30*time.Second, 0)
 	return e.hold(fmt.Sprintf("SIGSTOP active controller %d", ld.ID),
@@ -812,8 +840,8 @@ func fillDisk(path string) error {
 // Results
 
 func (s *kindStats) line() string {
-	return fmt.Sprintf("%s (%s, %s, %s): runs %d, acknowledged %d, lost %d, duplicated %d, reordered %d, diverged replicas %d, diverged metadata %d, not healthy again %d; resume median %s max %s; new leader median %s max %s; healthy again median %s",
-		s.Kind, s.Impl, s.Topology, s.Network, s.Runs, s.Acked, s.Lost, s.Duplicated, s.Reordered, s.DivergedReplicas, s.DivergedMetadata, s.Stuck,
+	return fmt.Sprintf("%s (%s, %s, %s): runs %d, acknowledged %d, lost %d, duplicated %d, reordered %d, diverged replicas %d, lagging replicas %d, diverged metadata %d, not healthy again %d; resume median %s max %s; new leader median %s max %s; healthy again median %s",
+		s.Kind, s.Impl, s.Topology, s.Network, s.Runs, s.Acked, s.Lost, s.Duplicated, s.Reordered, s.DivergedReplicas, s.LaggingReplicas, s.DivergedMetadata, s.Stuck,
 		msStat(s.ResumeMs, false), msStat(s.ResumeMs, true), msStat(s.NewLeaderMs, false), msStat(s.NewLeaderMs, true), msStat(s.RecoverMs, false))
 }
 
@@ -864,11 +892,19 @@ func loadResults(dir, impl string) map[string]*kindStats {
 	return m
 }
 
+func divergedCell(s *kindStats) string {
+	d := fmt.Sprint(s.DivergedReplicas + s.DivergedMetadata)
+	if s.LaggingReplicas > 0 {
+		d += fmt.Sprintf(" (+%d lagging)", s.LaggingReplicas)
+	}
+	return d
+}
+
 // faultSummary is the side-by-side table of kgo-broker's and Kafka's results.
 func faultSummary(cfg faultConfig) string {
 	kgo, kaf := loadResults(cfg.results, "kgo-broker"), loadResults(cfg.results, "kafka")
 	var b strings.Builder
-	fmt.Fprintf(&b, "| fault | runs | acked | lost | dup | reord | diverged | not healthy | resume med / max | new leader med / max | Kafka runs | Kafka acked / lost / dup | Kafka resume med / max | Kafka new leader med / max |\n")
+	fmt.Fprintf(&b, "| fault | runs | acked | lost | dup | reord | diverged | not healthy | resume med / max | new leader med / max | Kafka runs | Kafka acked / lost / dup / diverged | Kafka resume med / max | Kafka new leader med / max |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range faultKinds {
 		g, a := kgo[k.name], kaf[k.name]
@@ -878,13 +914,13 @@ func faultSummary(cfg faultConfig) string {
 		row := []string{k.name}
 		if g != nil {
 			row = append(row, fmt.Sprint(g.Runs), fmt.Sprint(g.Acked), fmt.Sprint(g.Lost), fmt.Sprint(g.Duplicated), fmt.Sprint(g.Reordered),
-				fmt.Sprint(g.DivergedReplicas+g.DivergedMetadata), fmt.Sprint(g.Stuck),
+				divergedCell(g), fmt.Sprint(g.Stuck),
 				msStat(g.ResumeMs, false)+" / "+msStat(g.ResumeMs, true), msStat(g.NewLeaderMs, false)+" / "+msStat(g.NewLeaderMs, true))
 		} else {
 			row = append(row, "-", "-", "-", "-", "-", "-", "-", "-", "-")
 		}
 		if a != nil {
-			row = append(row, fmt.Sprint(a.Runs), fmt.Sprintf("%d / %d / %d", a.Acked, a.Lost, a.Duplicated),
+			row = append(row, fmt.Sprint(a.Runs), fmt.Sprintf("%d / %d / %d / %s", a.Acked, a.Lost, a.Duplicated, divergedCell(a)),
 				msStat(a.ResumeMs, false)+" / "+msStat(a.ResumeMs, true), msStat(a.NewLeaderMs, false)+" / "+msStat(a.NewLeaderMs, true))
 		} else {
 			row = append(row, "-", "-", "-", "-")

@@ -414,6 +414,7 @@ type checkResult struct {
 	PhantomReads              int // a consumer saw a record the final log does not have there
 	ConsumerRewinds           int // a consumer was handed an offset at or below one it had
 	DivergedReplicas          int // (partition, replica) pairs that differ from the leader
+	LaggingReplicas           int // (partition, replica) pairs that never caught up (a prefix of the leader's)
 	DivergedMetadata          int // controllers whose metadata log differs from the leader's
 	Notes                     []string
 }
@@ -459,7 +460,10 @@ func (w *workload) Check(t testing.TB) checkResult {
 		rls := logs[int32(p)]
 		ends[p] = rls[0].hw
 		for _, rl := range rls[1:] {
-			if d := diffBatches(rls[0], rl); d != "" {
+			if d, prefix := diffBatches(rls[0], rl); d != "" && prefix {
+				res.LaggingReplicas++
+				res.notef("%s-%d: node %d lags behind leader %d (what it serves is a prefix of the leader's log): %s", w.topic, p, rl.node, rls[0].node, d)
+			} else if d != "" {
 				res.DivergedReplicas++
 				res.notef("%s-%d: node %d differs from leader %d: %s", w.topic, p, rl.node, rls[0].node, d)
 			}
@@ -604,11 +608,13 @@ func (w *workload) readAllReplicas() (map[int32][]*replicaLog, error) {
 	return out, nil
 }
 
-// diffBatches describes the first difference between two copies ("" if none).
-func diffBatches(a, b *replicaLog) string {
+// diffBatches describes the first difference between two copies ("" if
+// none), and whether one is a prefix of the other (a replica that lags, not
+// one that diverged).
+func diffBatches(a, b *replicaLog) (string, bool) {
 	if a.start != b.start {
 		// Both start at 0 (no retention); a different start is worth a look.
-		return fmt.Sprintf("log start %d vs %d", a.start, b.start)
+		return fmt.Sprintf("log start %d vs %d", a.start, b.start), false
 	}
 	n := min(len(a.batches), len(b.batches))
 	for i := 0; i < n; i++ {
@@ -616,13 +622,13 @@ func diffBatches(a, b *replicaLog) string {
 			ha, _ := storage.ParseBatchHeader(a.batches[i])
 			hb, _ := storage.ParseBatchHeader(b.batches[i])
 			return fmt.Sprintf("batch %d: base offset %d epoch %d crc %08x len %d vs base offset %d epoch %d crc %08x len %d",
-				i, ha.BaseOffset, ha.PartitionLeaderEpoch, ha.CRC, ha.Length, hb.BaseOffset, hb.PartitionLeaderEpoch, hb.CRC, hb.Length)
+				i, ha.BaseOffset, ha.PartitionLeaderEpoch, ha.CRC, ha.Length, hb.BaseOffset, hb.PartitionLeaderEpoch, hb.CRC, hb.Length), false
 		}
 	}
 	if len(a.batches) != len(b.batches) {
-		return fmt.Sprintf("%d batches vs %d", len(a.batches), len(b.batches))
+		return fmt.Sprintf("%d batches (high watermark %d) vs %d (high watermark %d)", len(a.batches), a.hw, len(b.batches), b.hw), true
 	}
-	return ""
+	return "", false
 }
 
 // ---------------------------------------------------------------------------
