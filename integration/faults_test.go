@@ -277,6 +277,8 @@ type faultEnv struct {
 	rng   *rand.Rand
 	kind  faultKind
 	tmpfs map[int32]string
+
+	recoverTimeout time.Duration
 }
 
 func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *rand.Rand, st *kindStats) {
@@ -288,7 +290,13 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 	if cfg.impl == "kafka" {
 		o.Env = append(o.Env, "KAFKA_HEAP_OPTS=-Xmx512M -Xms512M")
 	}
-	e := &faultEnv{t: t, rng: rng, kind: k}
+	// How long a cluster gets to be healthy again after a fault: shorter in
+	// short mode, where a stuck cluster fails the test anyway.
+	recoverTimeout := 90 * time.Second
+	if !cfg.long {
+		recoverTimeout = 45 * time.Second
+	}
+	e := &faultEnv{t: t, rng: rng, kind: k, recoverTimeout: recoverTimeout}
 	total := o.Combined + o.Controllers + o.Brokers
 	if netnsReason == "" {
 		e.net = newFaultNet(t, total)
@@ -313,6 +321,7 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 		t.Fatalf("create %s: %v", topic, err)
 	}
 	e.w = newWorkload(t, e.c, topic, faultParts)
+	e.w.convergeTimeout = recoverTimeout * 2 / 3
 	if _, err := e.waitHealthy(90 * time.Second); err != nil {
 		t.Fatalf("cluster not healthy after start: %v", err)
 	}
@@ -566,7 +575,7 @@ func (e *faultEnv) newLeaderNamed(tg faultTarget) bool {
 
 // recoverAfter waits for health and fills r.
 func (e *faultEnv) recoverAfter(r *runResult, since time.Time) {
-	_, err := e.waitHealthy(90 * time.Second)
+	_, err := e.waitHealthy(e.recoverTimeout)
 	r.recover, r.recovered = time.Since(since), err == nil
 	if err != nil {
 		r.note += "; " + err.Error() + e.epochDiagnosis()

@@ -65,6 +65,9 @@ type workload struct {
 	consumed [2][][]consumedRec // [isolation][partition]
 	consErrs [2]map[string]int
 
+	// convergeTimeout is how long Check waits for the replicas to agree.
+	convergeTimeout time.Duration
+
 	prod     *kgo.Client
 	stopProd chan struct{}
 	stopCons context.CancelFunc
@@ -73,7 +76,7 @@ type workload struct {
 
 func newWorkload(t testing.TB, c *Cluster, topic string, parts int) *workload {
 	w := &workload{t: t, c: c, topic: topic, parts: parts, sent: make([][]*sentRec, parts),
-		errs: map[string]int{}, stopProd: make(chan struct{})}
+		errs: map[string]int{}, stopProd: make(chan struct{}), convergeTimeout: 60 * time.Second}
 	for i := range w.consumed {
 		w.consumed[i] = make([][]consumedRec, parts)
 		w.consErrs[i] = map[string]int{}
@@ -434,7 +437,7 @@ func (w *workload) Check(t testing.TB) checkResult {
 	// Every replica at the same high watermark, equal to the leader's end.
 	var logs map[int32][]*replicaLog
 	var lastErr error
-	err := pollUntil(60*time.Second, nil, func() error {
+	err := pollUntil(w.convergeTimeout, nil, func() error {
 		logs, lastErr = w.readAllReplicas()
 		if lastErr != nil {
 			return lastErr
