@@ -699,6 +699,9 @@ func (e *faultEnv) killThenPauseSuccessor() runResult {
 	v := st[p].leader
 	n := e.c.Node(v)
 	n.Kill()
+	// The restart waits for the successor, so that the pause hits a new leader.
+	var m measurement
+	e.measure(time.Now(), faultTarget{leaders: []int32{v}, parts: []int32{int32(p)}, majority: e.others(v)}, time.Now().Add(totalCap), &m)
 	n.Start()
 	e.c.WaitNodeReady(n, readyTimeout())
 	var pre runResult
