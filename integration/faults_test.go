@@ -599,9 +599,29 @@ func (e *faultEnv) epochDiagnosis() string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n    %s-%d leader %d epoch %d isr %v:", e.w.topic, p, s.leader, s.epoch, s.isr)
+		epochsOf := func(id int32) map[string]bool {
+			m := map[string]bool{}
+			cp, _ := os.ReadFile(filepath.Join(e.c.Node(id).DataDir, fmt.Sprintf("%s-%d", e.w.topic, p), "leader-epoch-checkpoint"))
+			for i, l := range strings.Split(strings.TrimSpace(string(cp)), "\n") {
+				if f := strings.Fields(l); i >= 2 && len(f) == 2 {
+					m[f[0]] = true
+				}
+			}
+			return m
+		}
+		var leaderEpochs map[string]bool
+		if s.leader >= 0 {
+			leaderEpochs = epochsOf(s.leader)
+		}
 		for _, r := range s.replicas {
 			dir := filepath.Join(e.c.Node(r).DataDir, fmt.Sprintf("%s-%d", e.w.topic, p))
 			cp, _ := os.ReadFile(filepath.Join(dir, "leader-epoch-checkpoint"))
+			if lines := strings.Split(strings.TrimSpace(string(cp)), "\n"); leaderEpochs != nil && !slices.Contains(s.isr, r) && len(lines) > 2 {
+				if f := strings.Fields(lines[len(lines)-1]); len(f) == 2 && !leaderEpochs[f[0]] {
+					fmt.Fprintf(&b, " BUG (likely): follower %d's latest leader epoch %s (from offset %s) is one leader %d never had; if it starts at the follower's log end, storage.Log.Truncate leaves it in place on a diverging epoch (Kafka's UnifiedLog.truncateTo truncates the epoch cache even at the log end) and the follower fetches with lastFetchedEpoch %s forever;",
+						r, f[0], f[1], s.leader, f[0])
+				}
+			}
 			var size int64
 			segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 			for _, sg := range segs {
