@@ -27,7 +27,8 @@ package integration
 // default 25), KGO_FAULT_KINDS (comma list, default all), KGO_FAULT_SEED,
 // KGO_FAULT_RESULTS (default integration/faults-results: <impl>.json and
 // summary.md, ignored by git), KGO_REQUIRE_FAULTS=1 (a fault that cannot
-// run here fails instead of skipping).
+// run here fails instead of skipping), KGO_FAULT_NETNS=0 (no network
+// namespaces: nodes on 127.0.0.<id>, the network kinds skip).
 //
 // Network faults need root, ip netns and iptables (scripts/install-faults.sh);
 // the disk fault needs root (a tmpfs per node). Without netns every node runs
