@@ -17,9 +17,9 @@ package integration
 //
 // Modes (see README "Tests"):
 //
-//	go test -tags integration -run TestFaults ./integration/   short: 1 run per kind (make test)
+//	go test -tags integration -run TestFaults ./integration/   short: 1 run per kind (make test, ~2.5-3.5 min)
 //	make faults                                               long: KGO_FAULT_RUNS per kind (default 40)
-//	make faults KGO_FAULT_RUNS=125                            1,000 runs over the 8 kill/pause/network kinds
+//	make faults KGO_FAULT_RUNS=100                            1,000 runs over the 10 kinds (3-4 hours)
 //	make faults-reference                                     the same against Apache Kafka 4.4
 //
 // Environment: KGO_FAULT_RUNS (runs per kind; unset = short mode),
