@@ -47,6 +47,14 @@ type ClusterOptions struct {
 	// -c <server.properties> FormatArgs...` before its first start (instead
 	// of the first-start auto-format), e.g. --release-version 4.3.
 	FormatArgs []string
+	// Placement, when set, puts node id on its own host (a network
+	// namespace's address, say) with the fixed ports 9092 (PLAINTEXT) and
+	// 9093 (CONTROLLER), started through wrap (["ip", "netns", "exec", ns]).
+	// Unset: 127.0.0.<id> on free ports, no wrapper.
+	Placement func(id int32) (host string, wrap []string)
+	// DataDir, when set, returns the log dir to use for node id instead of
+	// <node dir>/data ("" keeps the default), e.g. a small tmpfs.
+	DataDir func(id int32) string
 }
 
 // clusterTimeouts are short quorum and session timeouts so failover is quick
@@ -102,8 +110,21 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 	}
 	var voters []string
 	for _, n := range c.Nodes {
-		ports := freePortsOn(t, n.Host, 2)
+		var ports []int
+		var wrap []string
+		if o.Placement != nil {
+			n.Host, wrap = o.Placement(n.ID)
+			ports = []int{9092, 9093}
+		} else {
+			ports = freePortsOn(t, n.Host, 2)
+		}
 		n.Broker = newClusterBroker(t, n, o, ports)
+		n.Broker.opts.Wrap = wrap
+		if o.DataDir != nil {
+			if d := o.DataDir(n.ID); d != "" {
+				n.Broker.DataDir = d
+			}
+		}
 		if n.IsController {
 			n.CtrlAddr = net.JoinHostPort(n.Host, strconv.Itoa(n.CtrlPort))
 			voters = append(voters, fmt.Sprintf("%d@%s", n.ID, n.CtrlAddr))

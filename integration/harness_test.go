@@ -152,6 +152,10 @@ type BrokerOptions struct {
 	// defaults: ports 9092/9093, data under ./data), in the temp dir with HOME
 	// pointing there too.
 	NoConfig bool
+	// Wrap is a command prefix the binary is started through, e.g.
+	// ["ip", "netns", "exec", "ns1"] (it must exec the binary in place, so
+	// that the pid is the broker's).
+	Wrap []string
 }
 
 // Broker is one kgo-broker process and its directory.
@@ -274,7 +278,8 @@ func (b *Broker) Start() {
 	}
 	fmt.Fprintf(logf, "\n===== harness: start #%d at %s: %s %s\n", b.runs,
 		time.Now().Format(time.RFC3339Nano), brokerBin, strings.Join(b.Args(), " "))
-	cmd := exec.Command(brokerBin, b.Args()...)
+	argv := append(append(append([]string(nil), b.opts.Wrap...), brokerBin), b.Args()...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = b.Dir
 	cmd.Env = append(hermeticEnv(), b.opts.Env...)
 	if b.opts.NoConfig {
@@ -424,6 +429,25 @@ func (b *Broker) Kill() {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the process group
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// Pause sends SIGSTOP to the broker's process group (every process of it, a
+// wrapper script's JVM too); Resume sends SIGCONT. A paused process still
+// dies of Kill.
+func (b *Broker) Pause() { b.signalGroup(syscall.SIGSTOP) }
+
+// Resume continues a paused broker (SIGCONT to its process group).
+func (b *Broker) Resume() { b.signalGroup(syscall.SIGCONT) }
+
+func (b *Broker) signalGroup(sig syscall.Signal) {
+	b.t.Helper()
+	cmd, done := b.current()
+	if cmd == nil || isClosed(done) {
+		return
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+		b.t.Errorf("broker pid %d: %v: %v", cmd.Process.Pid, sig, err)
+	}
 }
 
 // Restart stops (SIGTERM) the broker, expects exit code 0, starts it again on the
