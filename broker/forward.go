@@ -16,10 +16,24 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-// controllerChannel carries requests from this broker to the active
+// controllerChannel carries requests from this node to the active
 // controller over the CONTROLLER listener, as a Kafka broker's
 // NodeToControllerChannelManager does. It is used even when the controller
 // runs in this very process, so combined and split nodes share one path.
+//
+// Two kinds of request use it:
+//
+//	Request  the node's own requests (BrokerRegistration, BrokerHeartbeat,
+//	         AlterPartition, AllocateProducerIds, topic auto-creation,
+//	         ControllerRegistration), at the newest version both sides serve
+//	Forward  a client's admin request, wrapped in an Envelope (58) with the
+//	         client's header, principal and address and unwrapped at the
+//	         client's version (ForwardingManager; forward_apis.go lists them)
+//
+// Both retry on the next controller while it is unknown, unreachable or
+// answers NOT_CONTROLLER (for an Envelope, the Envelope's error code), until
+// the caller's context ends. c.mu (the client cache) is a leaf, never held
+// while sending.
 type controllerChannel struct {
 	nodeID   int32
 	logger   *zap.Logger
