@@ -70,6 +70,7 @@ type Node struct {
 	broker    *Broker
 	channel   *controllerChannel
 	lifecycle *lifecycle
+	ctrlReg   *controllerRegistration
 
 	controllerServers []*protocol.Server
 	clientServers     []*protocol.Server
@@ -177,6 +178,13 @@ func (n *Node) start(ctx context.Context) error {
 	if cfg.ProcessRoles.IsController() {
 		cc := controller.FromBrokerConfig(cfg)
 		cc.ClusterID, cc.Raft, cc.Now, cc.Logger = n.nc.ClusterID, rn, now, n.logger.Named("controller")
+		// UpdateFeatures waits for every voter's ControllerRegistration.
+		voterIDs := make([]int32, 0, len(cfg.QuorumVoters))
+		for id := range cfg.QuorumVoters {
+			voterIDs = append(voterIDs, id)
+		}
+		slices.Sort(voterIDs)
+		cc.QuorumNodeIDs = func() []int32 { return voterIDs }
 		ctrl, err := controller.New(cc)
 		if err != nil {
 			return fmt.Errorf("starting the controller: %w", err)
@@ -281,6 +289,18 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	if err := rn.Start(); err != nil {
 		return fmt.Errorf("starting raft: %w", err)
+	}
+	if n.ctrl != nil {
+		// KIP-919: register this controller with the active one
+		// (controller_registration.go).
+		n.ctrlReg = newControllerRegistration(n.channel, cfg.NodeID, cfg.AdvertisedControllerListeners, cfg.ListenerSecurityProtocols,
+			n.cache.Image, n.logger.Named("controller-registration"))
+		n.cache.Subscribe(n.ctrlReg.onImage)
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.ctrlReg.run(ctx)
+		}()
 	}
 	if !cfg.ProcessRoles.IsBroker() {
 		return nil
@@ -404,7 +424,7 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 	if _, isRaft := raft.ServedVersions[req.Key]; isRaft {
 		resp, err = n.raft.HandleRequest(ctx, req.Msg)
 	} else if r, ok := req.Msg.(*kmsg.DescribeClusterRequest); ok {
-		resp = describeControllers(r, n.nc.ClusterID, n.raft.LeaderAndEpoch().LeaderID, n.cfg.QuorumVoters)
+		resp = describeControllers(r, n.nc.ClusterID, req.Listener, n.raft.LeaderAndEpoch().LeaderID, n.cache.Image(), n.cfg.QuorumVoters)
 	} else {
 		resp, err = n.ctrl.Handle(ctx, req.Msg)
 	}

@@ -95,6 +95,12 @@ type Config struct {
 	// among every topic's Configs, so kgo-broker writes it too.
 	BootstrapClusterConfigs map[string]string
 
+	// QuorumNodeIDs returns the ids of the controller quorum's voters
+	// (QuorumFeatures.quorumNodeIds): UpdateFeatures refuses a change while
+	// one of them has not registered (ControllerRegistration). Nil: only
+	// the registered controllers are checked.
+	QuorumNodeIDs func() []int32
+
 	// Rand drives replica placement (random when nil); topic ids always come
 	// from crypto/rand. For tests.
 	Rand *rand.Rand
@@ -285,6 +291,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.alterPartition(ctx, r), nil
 	case *kmsg.UpdateFeaturesRequest:
 		return c.updateFeatures(ctx, r), nil
+	case *kmsg.ControllerRegistrationRequest:
+		return c.registerController(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -621,6 +629,10 @@ func notController(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.AlterPartitionRequest:
 		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.ControllerRegistrationRequest:
+		resp := r.ResponseKind().(*kmsg.ControllerRegistrationResponse)
 		resp.ErrorCode = code
 		return resp
 	case *kmsg.UpdateFeaturesRequest:

@@ -21,6 +21,8 @@ type state struct {
 	collisions map[string]map[string]struct{}
 
 	brokers map[int32]*brokerState
+	// controllers are the registered controllers (KIP-919; controllers.go).
+	controllers map[int32]*controllerState
 
 	// configs: resource -> name -> value.
 	configs map[configResource]map[string]string
@@ -90,6 +92,7 @@ func newState() *state {
 		topics:        make(map[[16]byte]*topicState),
 		collisions:    make(map[string]map[string]struct{}),
 		brokers:       make(map[int32]*brokerState),
+		controllers:   make(map[int32]*controllerState),
 		configs:       make(map[configResource]map[string]string),
 		features:      make(map[string]int16),
 		inTransaction: -1,
@@ -313,6 +316,14 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 			fenced: r.Fenced, inControlledShutdown: r.InControlledShutdown, logDirs: r.LogDirs,
 			registerOffset: offset,
 		}
+	case *metadatacache.RegisterControllerRecord:
+		cs := &controllerState{id: r.ControllerID, incarnation: r.IncarnationID, features: make(map[string][2]int16, len(r.Features))}
+		for _, f := range r.Features {
+			cs.features[f.Name] = [2]int16{f.MinSupportedVersion, f.MaxSupportedVersion}
+		}
+		s.controllers[r.ControllerID] = cs
+	case *metadatacache.UnregisterControllerRecord:
+		delete(s.controllers, r.ControllerID)
 	case *metadatacache.UnregisterBrokerRecord:
 		b := s.brokers[r.BrokerID]
 		if b == nil || b.epoch != r.BrokerEpoch {
