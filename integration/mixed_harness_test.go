@@ -314,7 +314,7 @@ func quorumLeader(t testing.TB, b *mixedNode) (int32, error) {
 }
 
 // partitionState is a partition's leader and ISR from broker b's Metadata.
-func partitionState(b *mixedNode, topic string, partition int32) (leader int32, isr []int32, err error) {
+func mixedPartitionState(b *mixedNode, topic string, partition int32) (leader int32, isr []int32, err error) {
 	md, err := metadataFrom(b.Addr, topic)
 	if err != nil {
 		return -1, nil, err

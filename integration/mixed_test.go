@@ -285,7 +285,7 @@ func mixedReplication(t *testing.T, c *mixedCluster, a, b, x int32) {
 	waitISR := func(what string, via *mixedNode, partition int32, leaderOK func(int32) bool, isr []int32) {
 		t.Helper()
 		waitFor(t, 90*time.Second, what, func() error {
-			l, got, err := partitionState(via, topic, partition)
+			l, got, err := mixedPartitionState(via, topic, partition)
 			if err != nil {
 				return err
 			}
