@@ -134,6 +134,10 @@ func handleEnvelope(ctx context.Context, b *Broker, req *protocol.Request) (prot
 	}
 	inner.Listener = req.Listener
 	inner.RemoteAddr = &net.TCPAddr{IP: client}
+	// The embedded request runs as the client that sent it to the
+	// broker (RequestContext with the forwarded principal), not as the
+	// broker that forwarded it.
+	inner.Principal = protocol.Principal{Type: principal.Type, Name: principal.Name, TokenAuthenticated: principal.TokenAuthenticated}
 	fctx := context.WithValue(ctx, forwardedKey{}, &Forwarded{Principal: principal, ClientAddress: client, Envelope: req})
 
 	e := controllerAPIs[inner.Key] // DecodeRequest served it, so it is registered

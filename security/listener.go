@@ -294,7 +294,10 @@ func newSASLServer(lc ListenerConfig) (*saslServer, error) {
 // when the JAAS entry has the unsecured options (unsecuredLogin* /
 // unsecuredValidator*), which only make sense for it.
 func newOAuthValidator(lc ListenerConfig, cbKey, cb string, jaas LoginModule) (TokenValidator, error) {
-	g := func(k string) string { v, _ := mechGet(lc.Props, lc.Name, "OAUTHBEARER", k); return strings.TrimSpace(v) }
+	g := func(k string) string {
+		v, _ := mechGet(lc.Props, lc.Name, "OAUTHBEARER", k)
+		return strings.TrimSpace(v)
+	}
 	unsecuredOpts := false
 	for k := range jaas.Options {
 		if strings.HasPrefix(k, "unsecuredLogin") || strings.HasPrefix(k, "unsecuredValidator") {

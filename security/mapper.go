@@ -26,7 +26,7 @@ type mapperRule struct {
 	isDefault   bool
 	re          *regexp.Regexp
 	full        *regexp.Regexp // re anchored at both ends
-	replacement string // a Go Expand template
+	replacement string         // a Go Expand template
 	lower       bool
 	upper       bool
 }
