@@ -105,10 +105,16 @@ func (ca *CA) Issue(subject pkix.Name, o Options) (*Cert, error) {
 	return &Cert{Cert: c, Key: key}, err
 }
 
-// Localhost issues a server certificate for localhost and 127.0.0.1.
+// Localhost issues a server certificate for localhost, ::1 and 127.0.0.1 to
+// 127.0.0.16 (the cluster harness puts node n on 127.0.0.n), so host name
+// verification passes for every node.
 func (ca *CA) Localhost(cn string) (*Cert, error) {
+	ips := []net.IP{net.IPv6loopback}
+	for i := 1; i <= 16; i++ {
+		ips = append(ips, net.IPv4(127, 0, 0, byte(i)))
+	}
 	return ca.Issue(pkix.Name{CommonName: cn, OrganizationalUnit: []string{"brokers"}, Organization: []string{"kgo-broker tests"}},
-		Options{DNS: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}})
+		Options{DNS: []string{"localhost"}, IPs: ips})
 }
 
 // CertPEM is the certificate in PEM.
