@@ -247,9 +247,12 @@ func (e *scramExchange) Step(tok []byte) ([]byte, bool, error) {
 		if err != nil {
 			return e.fail(err)
 		}
-		if cf.Nonce != e.nonce {
-			// RFC 5802: the nonce must be the one this exchange made
-			// (CVE-2024-56128).
+		if !strings.HasSuffix(cf.Nonce, e.nonce) {
+			// The nonce must end with the one this exchange made
+			// (CVE-2024-56128), so an old client-final cannot be
+			// replayed. Kafka checks endsWith, not equality:
+			// librdkafka sends the client nonce before the combined
+			// one, and Kafka accepts it.
 			return e.fail(errors.New("Invalid client nonce in the final client message."))
 		}
 		authMessage := e.first.Bare + "," + e.serverFirst + "," + cf.WithoutProof
