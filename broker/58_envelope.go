@@ -35,8 +35,9 @@ package broker
 // own principal (a broker) and then authorizes the embedded request with the
 // forwarded principal. kgo-broker has no authorizer yet, so every principal
 // is allowed (as Kafka without authorizer.class.name); the forwarded
-// principal and client address travel with the embedded request in its
-// context (forwardedFrom) for that future work.
+// principal (the client's authenticated one, as the forwarding broker
+// serialized it) is the embedded request's Principal, and it and the client
+// address are in its context too (forwardedFrom).
 
 import (
 	"context"
