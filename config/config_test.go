@@ -374,3 +374,19 @@ func TestDockerComposeExampleEnv(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestListenerKeysActedOn(t *testing.T) {
+	c, err := SingleNode(map[string]string{
+		"listener.name.sasl_ssl.plain.sasl.jaas.config":                         "x",
+		"listener.name.ssl.ssl.keystore.location":                               "/k",
+		"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class": "y",
+		"listener.name.ssl.ssl.keystore.bogus":                                  "z",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.ExplicitNotActedOn()
+	if len(got) != 1 || got[0] != "listener.name.ssl.ssl.keystore.bogus" {
+		t.Fatalf("not acted on: %v", got)
+	}
+}

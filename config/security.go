@@ -41,3 +41,32 @@ func (c *Config) validateInterBrokerSASL() error {
 	}
 	return nil
 }
+
+// actedListenerKey reports whether a listener-prefixed key is one kgo-broker
+// acts on: listener.name.<l>.<key> or listener.name.<l>.<mechanism>.<key>
+// (sasl.jaas.config, sasl.server.callback.handler.class, ...) with <key> an
+// acted key or a mechanism's JAAS / callback handler key.
+func actedListenerKey(name string) bool {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return false
+	}
+	_, rest, ok = strings.Cut(rest, ".")
+	if !ok {
+		return false
+	}
+	acted := func(k string) bool {
+		if key, ok := brokerIndex[k]; ok && key.Acted {
+			return true
+		}
+		return k == "sasl.jaas.config" || k == "sasl.server.callback.handler.class"
+	}
+	if acted(rest) {
+		return true
+	}
+	// A mechanism prefix (plain., scram-sha-256., oauthbearer., ...).
+	if _, k, ok := strings.Cut(rest, "."); ok {
+		return acted(k)
+	}
+	return false
+}
