@@ -131,4 +131,3 @@ func TestAuthenticateErrorMessage(t *testing.T) {
 	}
 	expectClosed(t, c)
 }
-
