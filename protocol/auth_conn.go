@@ -90,6 +90,12 @@ func (c *conn) authenticate() bool {
 // readAuthFrame reads one frame of at most max bytes (sasl.server.max.receive.size).
 func (c *conn) readAuthFrame(max int32) ([]byte, error) {
 	c.setIdleDeadline()
+	c.shutdownSeen = false
+	// Between frames, Shutdown's past deadline ends an unauthenticated
+	// connection at once (there is nothing of it to drain).
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, err
+	}
 	var sz [4]byte
 	if err := c.readFull(sz[:]); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package security_test
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/security"
 )
 
@@ -130,4 +132,37 @@ func TestAuthenticateErrorMessage(t *testing.T) {
 		t.Fatalf("%+v %v", resp, err)
 	}
 	expectClosed(t, c)
+}
+
+// Shutdown does not wait for a client that connected and never
+// authenticated.
+func TestShutdownWithUnauthenticatedConnection(t *testing.T) {
+	ls, err := security.NewListener(security.ListenerConfig{Name: "TEST", SecurityProtocol: "SASL_PLAINTEXT", Props: security.MapProps{
+		"sasl.enabled.mechanisms": "PLAIN", "listener.name.test.plain.sasl.jaas.config": plainJaas}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &protocol.Server{Handler: &recorder{}, ListenerName: "TEST", Security: ls.Server}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "PLAIN"
+	c.Write(frame(hs, 1))
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := readFrame(t, c); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown waited for an unauthenticated connection: %v", err)
+	}
 }
