@@ -35,8 +35,9 @@ package broker
 // own principal (a broker) and then authorizes the embedded request with the
 // forwarded principal. kgo-broker has no authorizer yet, so every principal
 // is allowed (as Kafka without authorizer.class.name); the forwarded
-// principal and client address travel with the embedded request in its
-// context (forwardedFrom) for that future work.
+// principal (the client's authenticated one, as the forwarding broker
+// serialized it) is the embedded request's Principal, and it and the client
+// address are in its context too (forwardedFrom).
 
 import (
 	"context"
@@ -134,6 +135,10 @@ func handleEnvelope(ctx context.Context, b *Broker, req *protocol.Request) (prot
 	}
 	inner.Listener = req.Listener
 	inner.RemoteAddr = &net.TCPAddr{IP: client}
+	// The embedded request runs as the client that sent it to the
+	// broker (RequestContext with the forwarded principal), not as the
+	// broker that forwarded it.
+	inner.Principal = protocol.Principal{Type: principal.Type, Name: principal.Name, TokenAuthenticated: principal.TokenAuthenticated}
 	fctx := context.WithValue(ctx, forwardedKey{}, &Forwarded{Principal: principal, ClientAddress: client, Envelope: req})
 
 	e := controllerAPIs[inner.Key] // DecodeRequest served it, so it is registered

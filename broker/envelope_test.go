@@ -30,7 +30,7 @@ func envelopeOf(req kmsg.Request, version int16, corr int32) *kmsg.EnvelopeReque
 	req.SetVersion(version)
 	env := kmsg.NewPtrEnvelopeRequest()
 	env.RequestData = appendRequestWithHeader(nil, req, corr, "the-client")
-	env.RequestPrincipal = anonymousPrincipal
+	env.RequestPrincipal = encodePrincipal(protocol.Anonymous)
 	env.ClientHostAddress = []byte{10, 1, 2, 3}
 	return env
 }

@@ -42,6 +42,9 @@ type controllerChannel struct {
 	// ok=false while there is none.
 	leader func() (id int32, addr string, ok bool)
 
+	// opts are the controller listener's TLS and SASL; set before use.
+	opts protocol.ClientOptions
+
 	mu      sync.Mutex
 	clients map[string]*protocol.Client // by address
 }
@@ -95,7 +98,7 @@ func (c *controllerChannel) Forward(ctx context.Context, req *protocol.Request) 
 	env := kmsg.NewPtrEnvelopeRequest()
 	req.Msg.SetVersion(req.Version)
 	env.RequestData = appendRequestWithHeader(nil, req.Msg, req.CorrelationID, req.ClientID)
-	env.RequestPrincipal = anonymousPrincipal
+	env.RequestPrincipal = encodePrincipal(req.Principal)
 	env.ClientHostAddress = clientAddress(req.RemoteAddr)
 	var envErr int16
 	resp, err := c.request(ctx, func(ctx context.Context, cl *protocol.Client) (kmsg.Response, error) {
@@ -128,14 +131,18 @@ func (c *controllerChannel) Forward(ctx context.Context, req *protocol.Request) 
 	return out, nil
 }
 
-// anonymousPrincipal is KafkaPrincipal.ANONYMOUS serialized as
-// DefaultKafkaPrincipalBuilder does (version-prefixed DefaultPrincipalData
-// v0): the principal of every client of a PLAINTEXT listener, the only kind
-// kgo-broker has.
-var anonymousPrincipal = func() []byte {
-	p := kmsg.DefaultPrincipalData{Version: 0, Type: "User", Name: "ANONYMOUS"}
-	return p.AppendTo(nil)
-}()
+// encodePrincipal serializes the client's principal as
+// DefaultKafkaPrincipalBuilder.serialize does: a version-prefixed
+// DefaultPrincipalData v0 with the type, name and whether a delegation
+// token authenticated it. A request with no principal (served in-process)
+// is User:ANONYMOUS.
+func encodePrincipal(p protocol.Principal) []byte {
+	if p.IsZero() {
+		p = protocol.Anonymous
+	}
+	d := kmsg.DefaultPrincipalData{Version: 0, Type: p.Type, Name: p.Name, TokenAuthenticated: p.TokenAuthenticated}
+	return d.AppendTo(nil)
+}
 
 // clientAddress is InetAddress.getAddress of the client: 4 bytes for IPv4,
 // 16 for IPv6 (0.0.0.0 when unknown).
@@ -203,12 +210,19 @@ func (c *controllerChannel) client(ctx context.Context, addr string) (*protocol.
 	c.mu.Lock()
 	cl := c.clients[addr]
 	c.mu.Unlock()
-	if cl != nil {
+	if cl != nil && cl.Err() == nil {
 		return cl, nil
+	}
+	if cl != nil {
+		// Failed, or its SASL session is about to end (KIP-368): a new
+		// connection authenticates again.
+		c.drop(addr, cl)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cl, err := protocol.Dial(dctx, addr, c.clientID)
+	opts := c.opts
+	opts.ClientID = c.clientID
+	cl, err := protocol.DialOptions(dctx, addr, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +267,12 @@ func notController(resp kmsg.Response) bool {
 		}
 	case *kmsg.DeleteTopicsResponse:
 		for _, t := range r.Topics {
+			if t.ErrorCode == kerr.NotController.Code {
+				return true
+			}
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, t := range r.Results {
 			if t.ErrorCode == kerr.NotController.Code {
 				return true
 			}

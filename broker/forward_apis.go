@@ -7,12 +7,13 @@ package broker
 //
 //	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
 //	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
-//	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2.
+//	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2,
+//	AlterUserScramCredentials v0.
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
 // Kafka 4.4) that kgo-broker serves. Kafka also forwards CreateAcls,
 // DeleteAcls, the delegation token APIs, ElectLeaders,
-// AlterPartitionReassignments, AlterClientQuotas, AlterUserScramCredentials,
+// AlterPartitionReassignments, AlterClientQuotas,
 // UnregisterBroker and Add/RemoveRaftVoter; a kgo-broker broker does not
 // serve those on its client listeners, so there is nothing to forward.
 // Kafka's broker also advertises a forwardable API's versions intersected
@@ -53,6 +54,7 @@ func init() {
 	regKey(46, 0, 0, onBroker, handleForwarded) // ListPartitionReassignments
 	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
 	regKey(57, 0, 2, onBroker, handleForwarded) // UpdateFeatures
+	regKey(51, 0, 0, onBroker, handleForwarded) // AlterUserScramCredentials (controller/scram.go)
 }
 
 // forwardTimeout bounds a forwarded request when it carries no timeout of
@@ -132,6 +134,17 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		for _, n := range append(scramNames(req.Deletions), scramUpsertNames(req.Upsertions)...) {
+			if !seen[n] {
+				seen[n] = true
+				rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				rr.User, rr.ErrorCode = n, code
+				out.Results = append(out.Results, rr)
+			}
+		}
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
 	case *kmsg.AllocateProducerIDsRequest:
@@ -150,4 +163,20 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 		}
 	}
 	return resp
+}
+
+func scramNames(ds []kmsg.AlterUserSCRAMCredentialsRequestDeletion) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+func scramUpsertNames(us []kmsg.AlterUserSCRAMCredentialsRequestUpsertion) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.Name)
+	}
+	return out
 }

@@ -30,6 +30,7 @@ type brokerClients struct {
 	local    func(ctx context.Context, req *protocol.Request) (protocol.Response, error)
 	logger   *zap.Logger
 	clientID string
+	opts     protocol.ClientOptions // the inter-broker listener's TLS and SASL
 
 	mu      sync.Mutex
 	clients map[int32]*brokerClient // guarded by mu, a leaf
@@ -97,7 +98,9 @@ func (c *brokerClients) client(ctx context.Context, id int32) (*protocol.Client,
 	c.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cl, err := protocol.DialOptions(dctx, addr, protocol.ClientOptions{ClientID: c.clientID, Logger: c.logger})
+	opts := c.opts
+	opts.ClientID, opts.Logger = c.clientID, c.logger
+	cl, err := protocol.DialOptions(dctx, addr, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/raft"
 	"github.com/kgo-broker/kgo-broker/replication"
+	"github.com/kgo-broker/kgo-broker/security"
 	"github.com/kgo-broker/kgo-broker/storage"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 	"github.com/kgo-broker/kgo-broker/txn"
@@ -45,6 +46,10 @@ type NodeConfig struct {
 	Logger         *zap.Logger
 	// FS is the file system under storage and raft (vfs.Default when nil).
 	FS vfs.FS
+	// KafkaOpts is the KAFKA_OPTS environment variable: a
+	// -Djava.security.auth.login.config=<file> in it names a JAAS file
+	// for the SASL listeners, as for Kafka.
+	KafkaOpts string
 	// Metrics turns on the request metrics (RequestMetrics, metrics.go):
 	// a clock read and a few atomic adds per request. The other metrics are
 	// read when scraped and need nothing.
@@ -74,6 +79,12 @@ type Node struct {
 
 	controllerServers []*protocol.Server
 	clientServers     []*protocol.Server
+
+	// Security (security.go): each listener's TLS and SASL, built before
+	// anything listens and read-only afterwards; the JAAS file of
+	// KAFKA_OPTS.
+	listenerSec map[string]*security.Listener
+	jaas        map[string][]security.LoginModule
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -146,6 +157,27 @@ func (n *Node) start(ctx context.Context) error {
 	// The metadata image every broker answers from, fed by raft.
 	n.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: n.nc.ClusterID, Logger: n.logger.Named("metadata")})
 
+	// Listener security first: a bad keystore, JAAS entry or mechanism
+	// stops the node before it joins the quorum, as Kafka fails to start.
+	jaas, err := loadJaasFile(n.nc.KafkaOpts)
+	if err != nil {
+		return err
+	}
+	n.jaas = jaas
+	n.listenerSec = map[string]*security.Listener{}
+	for _, l := range cfg.Listeners {
+		ls, err := n.listenerSecurity(l)
+		if err != nil {
+			return err
+		}
+		n.listenerSec[l.Name] = ls
+	}
+	n.cache.Subscribe(n.reloadListenerTLS)
+	ctrlOpts, err := n.clientOptions(cfg.ControllerListenerNames[0], "sasl.mechanism.controller.protocol")
+	if err != nil {
+		return err
+	}
+
 	voters := make(map[int32]raft.VoterEndpoint, len(cfg.QuorumVoters))
 	for id, hp := range cfg.QuorumVoters {
 		voters[id] = raft.VoterEndpoint{Host: hp.Host, Port: int(hp.Port)}
@@ -164,6 +196,8 @@ func (n *Node) start(ctx context.Context) error {
 		// The metadata log dir's directory.id, sent in Fetch: a leader
 		// describes observers (brokers) with it.
 		DirectoryID: n.nc.DirectoryIDs[cfg.MetadataLogDir],
+		// The voters' controller listener's TLS and SASL.
+		ClientOptions: ctrlOpts,
 		// Transport nil: the raft node owns (and closes) a ClientTransport
 		// to the voters' CONTROLLER endpoints.
 	})
@@ -270,6 +304,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.broker.controllerListeners[name] = true
 	}
 	n.channel = newControllerChannel(cfg.NodeID, n.activeController, n.logger.Named("controller-channel"))
+	n.channel.opts = ctrlOpts
 	n.broker.forward = n.channel
 	if n.ctrl != nil {
 		n.broker.controllerHandler = n.handleControllerRequest
@@ -306,6 +341,10 @@ func (n *Node) start(ctx context.Context) error {
 		return nil
 	}
 
+	ibOpts, err := n.clientOptions(cfg.InterBrokerListenerName, "sasl.mechanism.inter.broker.protocol")
+	if err != nil {
+		return err
+	}
 	n.replicas = replication.New(replication.Config{
 		NodeID:        cfg.NodeID,
 		Logs:          n.logs,
@@ -319,6 +358,7 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.replicas.OnImage)
 	n.broker.peers = newBrokerClients(cfg.NodeID, cfg.InterBrokerListenerName, n.cache.Image, n.broker.Handle,
 		n.logger.Named("inter-broker"))
+	n.broker.peers.opts = ibOpts
 	// KIP-890: leaders verify transactional produces with the transaction
 	// coordinators through the peers (txn_verifier.go).
 	n.replicas.SetTxnSettings(txnSettingsFrom(ctx, cfg, n.broker.peers, n.cache.Image, n.logger.Named("txn-verifier")))
@@ -357,7 +397,9 @@ func (n *Node) start(ctx context.Context) error {
 	// Replication between brokers (replication/fetcher_manager.go): replica
 	// fetchers on inter.broker.listener.name, ISR changes through the
 	// controller channel (Config.Controller), the HW checkpoint.
-	n.replicas.StartReplication(replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg))
+	rc := replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg)
+	rc.ClientOptions = ibOpts
+	n.replicas.StartReplication(rc)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -398,6 +440,7 @@ func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[
 		IdleTimeout:     time.Duration(n.cfg.Long("connections.max.idle.ms")) * time.Millisecond,
 		ListenerName:    l.Name,
 		Logger:          n.logger.Named("listener"),
+		Security:        n.listenerSec[l.Name].Server,
 	}
 	if n.nc.Metrics {
 		srv.Observe = n.requestMetrics.observe

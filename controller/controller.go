@@ -293,6 +293,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.updateFeatures(ctx, r), nil
 	case *kmsg.ControllerRegistrationRequest:
 		return c.registerController(ctx, r), nil
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.alterUserScramCredentials(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -635,6 +637,8 @@ func notController(req kmsg.Request) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.ControllerRegistrationResponse)
 		resp.ErrorCode = code
 		return resp
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return scramErrorResponse(r, code)
 	case *kmsg.UpdateFeaturesRequest:
 		resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 		resp.ErrorCode = code

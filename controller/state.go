@@ -37,6 +37,10 @@ type state struct {
 	// inTransaction is the offset of an open BeginTransactionRecord (-1: none).
 	inTransaction int64
 
+	// scram holds the (user, mechanism) pairs that have a SCRAM credential
+	// (ScramControlManager.credentials; scram.go).
+	scram map[scramKey]int32 // -> iterations
+
 	// nodeID and staticUnclean resolve unclean.leader.election.enable below
 	// the dynamic configs (set once in New).
 	nodeID        int32
@@ -96,6 +100,7 @@ func newState() *state {
 		configs:       make(map[configResource]map[string]string),
 		features:      make(map[string]int16),
 		inTransaction: -1,
+		scram:         make(map[scramKey]int32),
 	}
 }
 
@@ -342,6 +347,14 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 		}
 		s.nextProducerID = r.NextProducerID
 		s.producerIDsSet = true
+	case *metadatacache.UserScramCredentialRecord:
+		s.scram[scramKey{r.Name, r.Mechanism}] = r.Iterations
+	case *metadatacache.RemoveUserScramCredentialRecord:
+		k := scramKey{r.Name, r.Mechanism}
+		if _, ok := s.scram[k]; !ok {
+			return fmt.Errorf("Unable to find credential to delete: %s/%d", r.Name, r.Mechanism)
+		}
+		delete(s.scram, k)
 	case *metadatacache.BeginTransactionRecord:
 		s.inTransaction = offset
 	case *metadatacache.EndTransactionRecord, *metadatacache.AbortTransactionRecord:

@@ -43,6 +43,10 @@ type Request struct {
 	Msg        kmsg.Request
 	Listener   string
 	RemoteAddr net.Addr
+	// Principal is the connection's authenticated principal
+	// (User:ANONYMOUS on PLAINTEXT); requests served in-process set it
+	// themselves.
+	Principal Principal
 }
 
 // Response is what a Handler answers.
@@ -127,6 +131,9 @@ type Server struct {
 	ListenerName string
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
+	// Security is the listener's TLS and SASL (auth.go); the zero value
+	// is PLAINTEXT with every connection User:ANONYMOUS.
+	Security ServerSecurity
 
 	// MaxConnections caps open connections across all listeners served;
 	// Serve stops accepting while the cap is reached (like Kafka's

@@ -21,6 +21,7 @@ type ClientTransport struct {
 	voters   map[int32]VoterEndpoint
 	clientID string
 	log      *zap.Logger
+	opts     protocol.ClientOptions // TLS and SASL of the controller listener
 
 	mu     sync.Mutex
 	conns  map[int32]*transportConn
@@ -38,6 +39,16 @@ func NewClientTransport(voters map[int32]VoterEndpoint, clientID string, log *za
 		log = zap.NewNop()
 	}
 	return &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[int32]*transportConn{}}
+}
+
+// NewClientTransportOptions is NewClientTransport dialling with opts (the
+// TLS and SASL of the voters' controller listener); opts.ClientID is set
+// to clientID.
+func NewClientTransportOptions(voters map[int32]VoterEndpoint, clientID string, log *zap.Logger, opts protocol.ClientOptions) *ClientTransport {
+	t := NewClientTransport(voters, clientID, log)
+	opts.ClientID = clientID
+	t.opts = opts
+	return t
 }
 
 // Send implements Transport.
@@ -78,7 +89,9 @@ func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.C
 		tc.c.Close()
 		tc.c = nil
 	}
-	c, err := protocol.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), t.clientID)
+	opts := t.opts
+	opts.ClientID = t.clientID
+	c, err := protocol.DialOptions(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), opts)
 	if err != nil {
 		return nil, err
 	}

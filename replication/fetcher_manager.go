@@ -24,6 +24,9 @@ type ReplicationConfig struct {
 	ListenerName string
 	// Dial opens a connection to a leader; nil dials ListenerName.
 	Dial DialLeader
+	// ClientOptions are the TLS and SASL of ListenerName's security
+	// protocol (the ClientID is set here).
+	ClientOptions protocol.ClientOptions
 
 	NumFetchers           int           // num.replica.fetchers
 	FetchMaxBytes         int32         // replica.fetch.max.bytes (per partition)
@@ -112,7 +115,7 @@ type replicator struct {
 func (rm *ReplicaManager) StartReplication(cfg ReplicationConfig) {
 	cfg.setDefaults()
 	if cfg.Dial == nil {
-		cfg.Dial = rm.dialListener(cfg.ListenerName)
+		cfg.Dial = rm.dialListener(cfg.ListenerName, cfg.ClientOptions)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replicator{cfg: cfg, cancel: cancel}
@@ -168,7 +171,7 @@ func (rm *ReplicaManager) replicationOnImage(changed, removed []*Partition) {
 }
 
 // dialListener dials a broker's endpoint named listener in the current image.
-func (rm *ReplicaManager) dialListener(listener string) DialLeader {
+func (rm *ReplicaManager) dialListener(listener string, opts protocol.ClientOptions) DialLeader {
 	return func(ctx context.Context, broker int32) (LeaderConn, error) {
 		b := rm.Image().Broker(broker)
 		if b == nil {
@@ -181,8 +184,8 @@ func (rm *ReplicaManager) dialListener(listener string) DialLeader {
 		addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return protocol.DialOptions(dctx, addr, protocol.ClientOptions{
-			ClientID: "broker-" + strconv.Itoa(int(rm.cfg.NodeID)) + "-fetcher", Logger: rm.logger})
+		opts.ClientID, opts.Logger = "broker-"+strconv.Itoa(int(rm.cfg.NodeID))+"-fetcher", rm.logger
+		return protocol.DialOptions(dctx, addr, opts)
 	}
 }
 
