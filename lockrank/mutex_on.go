@@ -104,7 +104,8 @@ var (
 	byG    = map[uint64][]held{}
 )
 
-func goid() uint64 {
+// slowGoid parses the goroutine id from the first line of runtime.Stack.
+func slowGoid() uint64 {
 	var buf [64]byte
 	b := buf[:runtime.Stack(buf[:], false)]
 	b = bytes.TrimPrefix(b, []byte("goroutine "))
@@ -126,7 +127,7 @@ func acquire(r Rank, lock any) {
 	heldMu.Lock()
 	hs := byG[g]
 	for _, h := range hs {
-		if h.rank == Leaf || h.rank >= r {
+		if h.rank.IsLeaf() || h.rank >= r {
 			heldMu.Unlock()
 			panic(fmt.Sprintf("lockrank: taking %s while holding %s (docs/LOCKING.md: locks are taken in increasing rank; nothing under a leaf)", r, h.rank))
 		}
