@@ -386,8 +386,11 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			f.delay(s.tp, k)
 			return errors.Is(err, errLeaderConn)
 		}
+		// read before f.update: replicaFetcher.mu is a leaf, taken after
+		// Partition.mu, never before
+		last := s.p.latestEpoch()
 		f.update(s.tp, k, func(st *fetchState) {
-			st.fetchOffset, st.lastFetchedEpoch, st.delayUntil = next, s.p.latestEpoch(), time.Time{}
+			st.fetchOffset, st.lastFetchedEpoch, st.delayUntil = next, last, time.Time{}
 		})
 	case errors.Is(err, kerr.FencedLeaderEpoch):
 		// Our leader epoch is older than the leader's: wait for the
