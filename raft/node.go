@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -91,7 +92,7 @@ type Node struct {
 	qs     quorumStateStore
 
 	// mu guards everything below and serialises the core with its I/O.
-	mu       sync.Mutex
+	mu       lockrank.Mutex
 	cond     *sync.Cond // signalled on HW, leader or closed changes
 	core     *Core
 	store    LogStore
@@ -173,6 +174,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.qs = quorumStateStore{fs: cfg.FS, path: partitionDir(cfg.MetadataLogDir) + "/" + QuorumStateFile, voters: n.voters}
+	n.mu.SetRank(lockrank.RaftNode)
 	n.cond = sync.NewCond(&n.mu)
 	return n, nil
 }
