@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // ErrClientClosed is returned by requests on a Client after Close.
@@ -59,9 +60,9 @@ type Client struct {
 	writeSem chan struct{} // cap 1: held while writing a frame; guards corr
 	corr     int32
 
-	mu      sync.Mutex // guards pending and err
-	pending []*call    // written, awaiting a response, in wire order
-	err     error      // sticky connection error
+	mu      lockrank.Mutex // a leaf; guards pending and err
+	pending []*call        // written, awaiting a response, in wire order
+	err     error          // sticky connection error
 
 	done       chan struct{} // closed when the connection failed or was closed
 	readerDone chan struct{}
@@ -130,6 +131,7 @@ func NewClient(nc net.Conn, opts ClientOptions) *Client {
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
+	c.mu.SetRank(lockrank.ClientCalls)
 	go c.readLoop()
 	return c
 }
