@@ -60,6 +60,7 @@ const (
 	CleanerThrottle  Rank = 1003 // storage.throttler.mu
 	MemNode          Rank = 1004 // storage/vfs.memNode.mu
 	FaultSwitch      Rank = 1005 // storage/vfs.Switch.mu
+	LoadErrors       Rank = 1006 // storage.Manager.loadDir's emu (the log loaders' errors)
 	Watchers         Rank = 1010 // replication.watchers.mu
 	FetchSessions    Rank = 1011 // replication.sessionCache.mu
 	ProducerIDBlocks Rank = 1012 // replication.producerIDs.mu
@@ -97,7 +98,7 @@ var names = map[Rank]string{
 	Leaf:       "a leaf lock",
 	LogDurable: "storage.Log.durable (a leaf)", DirDeletions: "storage.dirDeletions.mu (a leaf)",
 	CleanerThrottle: "storage.throttler.mu (a leaf)", MemNode: "vfs.memNode.mu (a leaf)",
-	FaultSwitch: "vfs.Switch.mu (a leaf)", Watchers: "replication.watchers.mu (a leaf)",
+	FaultSwitch: "vfs.Switch.mu (a leaf)", LoadErrors: "storage.Manager.loadDir emu (a leaf)", Watchers: "replication.watchers.mu (a leaf)",
 	FetchSessions: "replication.sessionCache.mu (a leaf)", ProducerIDBlocks: "replication.producerIDs.mu (a leaf)",
 	FetcherParts: "replication.replicaFetcher.mu (a leaf)", CacheNotify: "metadatacache.Cache.notifyMu (a leaf)",
 	RaftTransport: "raft.ClientTransport.mu (a leaf)", CoordinatorLoop: "coordinator.loop.mu (a leaf)",

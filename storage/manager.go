@@ -399,10 +399,11 @@ func (m *Manager) loadDir(dir string) (parts []TopicPartition, listed bool, _ er
 	}
 	var (
 		wg           sync.WaitGroup
-		emu          sync.Mutex
+		emu          lockrank.Mutex // a leaf: the loaders' errors
 		ioErr, fatal error
 		sem          = make(chan struct{}, m.o.RecoveryThreadsPerDataDir)
 	)
+	emu.SetRank(lockrank.LoadErrors)
 	for _, j := range jobs {
 		wg.Add(1)
 		sem <- struct{}{}
