@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -128,8 +129,13 @@ func acquire(r Rank, lock any) {
 	hs := byG[g]
 	for _, h := range hs {
 		if h.rank.IsLeaf() || h.rank >= r {
+			all := make([]string, len(hs))
+			for i, h := range hs {
+				all[i] = h.rank.String()
+			}
 			heldMu.Unlock()
-			panic(fmt.Sprintf("lockrank: taking %s while holding %s (docs/LOCKING.md: locks are taken in increasing rank; nothing under a leaf)", r, h.rank))
+			panic(fmt.Sprintf("lockrank: taking %s while holding %s (docs/LOCKING.md: locks are taken in increasing rank; nothing under a leaf; held, in order: %s)",
+				r, h.rank, strings.Join(all, ", ")))
 		}
 	}
 	byG[g] = append(hs, held{rank: r, lock: lock})
