@@ -120,8 +120,9 @@ const (
 // indexes, the leader epoch cache and idempotent producer state. It is safe for
 // concurrent use.
 //
-// Lock order: flushMu, then mu. Reads take mu shared; appends, truncation and
-// roll take it exclusively; fsync runs holding only flushMu.
+// Lock order: flushMu, then commit, then mu, then durable (a leaf). Reads take
+// mu shared; appends, truncation and roll take it exclusively; fsync runs
+// holding only flushMu.
 type Log struct {
 	fs     vfs.FS
 	dir    string
