@@ -43,3 +43,13 @@ func BenchmarkSlowGoid(b *testing.B) {
 		slowGoid()
 	}
 }
+
+// BenchmarkUnranked is the same Lock+Unlock on an unranked lock: the cost
+// without the check.
+func BenchmarkUnranked(b *testing.B) {
+	var m Mutex
+	for b.Loop() {
+		m.Lock()
+		m.Unlock()
+	}
+}

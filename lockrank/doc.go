@@ -27,9 +27,12 @@
 //	MemFS, MemFile                                     storage/vfs
 //	Leaf, LogDurable, ..., InflightTopics              leaves, everywhere
 //
-// The check keeps, per goroutine, the ranks it holds. The goroutine id is
-// read from the runtime's g at an offset found once at start-up (on amd64
-// and arm64: goid_fast.go), a few nanoseconds per lock; elsewhere it is
-// parsed from runtime.Stack, which costs microseconds. Either way the check
-// is for tests only.
+// The check keeps, per goroutine, the ranks it holds (held.go), in shards
+// whose locks the race detector does not see, so that the check never
+// orders two goroutines and hides a data race between them. The goroutine
+// id is read from the runtime's g at an offset found once at start-up (on
+// amd64 and arm64: goid_fast.go), a few nanoseconds; elsewhere it is parsed
+// from runtime.Stack, which costs microseconds. A checked Lock+Unlock costs
+// about 40 ns under -tags invariants (7 ns unchecked) and 1 µs under the
+// race detector (0.4 µs unchecked).
 package lockrank

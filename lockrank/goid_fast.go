@@ -17,6 +17,8 @@ var goidOffset = calibrate()
 // goid returns the running goroutine's id: read from its g at the offset
 // calibrate found, which costs a few nanoseconds where runtime.Stack costs
 // microseconds (it formats the whole stack).
+//
+//go:norace
 func goid() uint64 {
 	if goidOffset < 0 {
 		return slowGoid()
