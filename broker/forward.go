@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
@@ -45,18 +45,20 @@ type controllerChannel struct {
 	// opts are the controller listener's TLS and SASL; set before use.
 	opts protocol.ClientOptions
 
-	mu      sync.Mutex
+	mu      lockrank.Mutex              // closes clients (their leaf lock) under it
 	clients map[string]*protocol.Client // by address
 }
 
 func newControllerChannel(nodeID int32, leader func() (int32, string, bool), logger *zap.Logger) *controllerChannel {
-	return &controllerChannel{
+	c := &controllerChannel{
 		nodeID:   nodeID,
 		logger:   logger,
 		clientID: "broker-" + strconv.Itoa(int(nodeID)) + "-to-controller",
 		leader:   leader,
 		clients:  make(map[string]*protocol.Client),
 	}
+	c.mu.SetRank(lockrank.ControllerChannel)
+	return c
 }
 
 // errNoController is returned while no controller is known; handlers turn it

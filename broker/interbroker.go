@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
@@ -32,8 +32,8 @@ type brokerClients struct {
 	clientID string
 	opts     protocol.ClientOptions // the inter-broker listener's TLS and SASL
 
-	mu      sync.Mutex
-	clients map[int32]*brokerClient // guarded by mu, a leaf
+	mu      lockrank.Mutex          // checks and closes clients (their leaf lock) under it
+	clients map[int32]*brokerClient // guarded by mu
 	closed  bool
 }
 
@@ -44,8 +44,10 @@ type brokerClient struct {
 
 func newBrokerClients(nodeID int32, listener string, image func() *metadatacache.Image,
 	local func(ctx context.Context, req *protocol.Request) (protocol.Response, error), logger *zap.Logger) *brokerClients {
-	return &brokerClients{nodeID: nodeID, listener: listener, image: image, local: local, logger: logger,
+	c := &brokerClients{nodeID: nodeID, listener: listener, image: image, local: local, logger: logger,
 		clientID: "broker-" + strconv.Itoa(int(nodeID)) + "-inter-broker", clients: map[int32]*brokerClient{}}
+	c.mu.SetRank(lockrank.BrokerClients)
+	return c
 }
 
 // Request sends req (at the version set on it) to broker id and returns its

@@ -19,6 +19,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/controller"
 	"github.com/kgo-broker/kgo-broker/group"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/raft"
@@ -205,7 +206,9 @@ func (n *Node) start(ctx context.Context) error {
 		return fmt.Errorf("opening the metadata log: %w", err)
 	}
 	n.raft = rn
-	rn.Register(&cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata"), highWatermark: rn.HighWatermark})
+	feeder := &cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata"), highWatermark: rn.HighWatermark}
+	feeder.mu.SetRank(lockrank.MetadataFeeder)
+	rn.Register(feeder)
 	// Metadata snapshots: settings and the generator (metadata_snapshot.go).
 	configureMetadataSnapshots(rn, n.cache, cfg)
 
@@ -300,6 +303,7 @@ func (n *Node) start(ctx context.Context) error {
 			replicationFactor: int16(cfg.Int("default.replication.factor")),
 		},
 	}
+	n.broker.autoCreating.mu.SetRank(lockrank.InflightTopics)
 	for _, name := range cfg.ControllerListenerNames {
 		n.broker.controllerListeners[name] = true
 	}
@@ -630,7 +634,10 @@ type cacheFeeder struct {
 	logger        *zap.Logger
 	highWatermark func() int64 // nil: publish every batch
 
-	mu       sync.Mutex
+	// mu is held while a batch is applied to the image (so the image's
+	// subscribers run under it) and while raft's high watermark is read:
+	// it ranks before both (lockrank.MetadataFeeder).
+	mu       lockrank.Mutex
 	deferred int
 	timer    *time.Timer
 }

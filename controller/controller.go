@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/raft"
 )
@@ -115,7 +116,7 @@ type Controller struct {
 	// raft append until the appended batch is replayed. Lock order: mu, then
 	// stateMu.
 	mu struct {
-		sync.Mutex
+		lockrank.Mutex
 		rnd *rand.Rand
 		// activeEpoch is the raft epoch this controller activated in (-1: not active).
 		activeEpoch int32
@@ -126,7 +127,7 @@ type Controller struct {
 	}
 
 	// stateMu guards the replayed state. HandleCommit takes only stateMu.
-	stateMu   sync.Mutex
+	stateMu   lockrank.Mutex
 	st        *state
 	appliedCh chan struct{} // closed and replaced after each replayed batch
 	leader    raft.LeaderAndEpoch
@@ -201,6 +202,8 @@ func New(cfg Config) (*Controller, error) {
 		leaderCh:  make(chan struct{}, 1),
 		closeCh:   make(chan struct{}),
 	}
+	c.mu.SetRank(lockrank.ControllerDecide)
+	c.stateMu.SetRank(lockrank.ControllerState)
 	c.st.nodeID, c.st.staticUnclean = cfg.NodeID, cfg.UncleanLeaderElectionEnable
 	c.bootstrapExtra = extra
 	c.mu.rnd = cfg.Rand

@@ -100,6 +100,9 @@
 // the next write offset, the placer's random source and the brokers'
 // heartbeat sessions. c.stateMu guards the replayed state and the current
 // raft leader; the raft listener takes only c.stateMu, so a decision
-// waiting for its own batch never blocks replay. metadatacache.Cache has its
-// own lock and is only written from the listener.
+// waiting for its own batch never blocks replay. The controller's image
+// (its own metadatacache.Cache, with no subscribers) is applied from the
+// listener holding c.stateMu, so the cache's locks come after both
+// (lockrank.ControllerDecide -> ControllerState -> CacheDeliver -> Cache;
+// raft.Node.mu, taken by the append under c.mu, after those).
 package controller

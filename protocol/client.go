@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -17,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // ErrClientClosed is returned by requests on a Client after Close.
@@ -67,10 +68,10 @@ type Client struct {
 	writeSem chan struct{} // cap 1: held while writing a frame; guards corr
 	corr     int32
 
-	mu        sync.Mutex // guards pending, err and reauthDue
-	pending   []*call    // written, awaiting a response, in wire order
-	err       error      // sticky connection error
-	reauthDue bool       // the SASL session is about to end (client_auth.go)
+	mu        lockrank.Mutex // a leaf; guards pending, err and reauthDue
+	pending   []*call        // written, awaiting a response, in wire order
+	err       error          // sticky connection error
+	reauthDue bool           // the SASL session is about to end (client_auth.go)
 
 	done       chan struct{} // closed when the connection failed or was closed
 	readerDone chan struct{}
@@ -150,6 +151,7 @@ func NewClient(nc net.Conn, opts ClientOptions) *Client {
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
+	c.mu.SetRank(lockrank.ClientCalls)
 	go c.readLoop()
 	return c
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // Defaults for the Server's zero-valued fields, named after Kafka's configs.
@@ -174,7 +176,7 @@ type Server struct {
 
 	testHookBusyNotIdle func() // tests: the idle deadline fired while busy
 
-	mu        sync.Mutex // guards the fields below
+	mu        lockrank.Mutex // a leaf (ranked by init); guards the fields below
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	closed    bool
@@ -182,6 +184,7 @@ type Server struct {
 
 func (s *Server) init() {
 	s.initOnce.Do(func() {
+		s.mu.SetRank(lockrank.ConnSet)
 		s.closing = make(chan struct{})
 		if s.MaxConnections > 0 {
 			s.sem = make(chan struct{}, s.MaxConnections)

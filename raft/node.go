@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -95,7 +96,7 @@ type Node struct {
 	qs     quorumStateStore
 
 	// mu guards everything below and serialises the core with its I/O.
-	mu       sync.Mutex
+	mu       lockrank.Mutex
 	cond     *sync.Cond // signalled on HW, leader or closed changes
 	core     *Core
 	store    LogStore
@@ -177,6 +178,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.qs = quorumStateStore{fs: cfg.FS, path: partitionDir(cfg.MetadataLogDir) + "/" + QuorumStateFile, voters: n.voters}
+	n.mu.SetRank(lockrank.RaftNode)
 	n.cond = sync.NewCond(&n.mu)
 	return n, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -121,6 +122,7 @@ func (rm *ReplicaManager) StartReplication(cfg ReplicationConfig) {
 	r := &replicator{cfg: cfg, cancel: cancel}
 	r.fetchers = &fetcherManager{rm: rm, cfg: &r.cfg, fetchers: map[fetcherKey]*replicaFetcher{},
 		assigned: map[storage.TopicPartition]assignment{}}
+	r.fetchers.mu.SetRank(lockrank.Fetchers)
 	r.alter = newAlterPartitionManager(rm, cfg.FetchBackoff)
 	rm.isr.lag.Store(int64(cfg.LagTimeMax))
 	rm.repl.Store(r)
@@ -212,7 +214,7 @@ type fetcherManager struct {
 	rm  *ReplicaManager
 	cfg *ReplicationConfig
 
-	mu sync.Mutex
+	mu lockrank.Mutex
 	// Guarded by mu.
 	fetchers map[fetcherKey]*replicaFetcher
 	assigned map[storage.TopicPartition]assignment

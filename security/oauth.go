@@ -93,7 +93,7 @@ func NewJWTValidator(s JWTSettings) (*JWTValidator, error) {
 		s.HTTP = &http.Client{Timeout: 10 * time.Second}
 	}
 	v := &JWTValidator{s: s}
-	v.mu.SetRank(lockrank.Leaf)
+	v.mu.SetRank(lockrank.JWKS)
 	keys, err := v.fetch()
 	if err != nil {
 		return nil, fmt.Errorf("reading the JWKS from %s: %w", s.JWKSURL, err)
