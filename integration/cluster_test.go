@@ -41,20 +41,26 @@ func TestClusterSplitRoles(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{Controllers: 3, Brokers: 2})
 	b4, b5 := c.Node(4), c.Node(5)
 
-	// Every broker sees both brokers at their advertised listeners.
+	// Every broker sees both brokers at their advertised listeners (once it
+	// has applied the other's registration: StartCluster waits for each
+	// broker to be unfenced, not for every broker to have caught up).
 	for _, b := range c.Brokers() {
-		md, err := metadataFrom(b.Addr)
-		if err != nil {
-			t.Fatalf("metadata from %s: %v", b.Addr, err)
-		}
-		for _, o := range c.Brokers() {
-			if !containsBroker(md, o.ID, o.Host, o.Port) {
-				t.Errorf("metadata from broker %d does not list broker %d at %s: %+v", b.ID, o.ID, o.Addr, md.Brokers)
+		var md *kmsg.MetadataResponse
+		waitFor(t, 15*time.Second, fmt.Sprintf("broker %d to list both brokers", b.ID), func() error {
+			var err error
+			if md, err = metadataFrom(b.Addr); err != nil {
+				return err
 			}
-		}
-		if len(md.Brokers) != 2 {
-			t.Errorf("metadata from broker %d lists %d brokers, want 2 (controllers are not brokers): %+v", b.ID, len(md.Brokers), md.Brokers)
-		}
+			for _, o := range c.Brokers() {
+				if !containsBroker(md, o.ID, o.Host, o.Port) {
+					return fmt.Errorf("metadata from broker %d does not list broker %d at %s: %+v", b.ID, o.ID, o.Addr, md.Brokers)
+				}
+			}
+			if len(md.Brokers) != 2 {
+				return fmt.Errorf("metadata from broker %d lists %d brokers, want 2 (controllers are not brokers): %+v", b.ID, len(md.Brokers), md.Brokers)
+			}
+			return nil
+		})
 		if md.ClusterID == nil || *md.ClusterID != c.ClusterID {
 			t.Errorf("metadata from broker %d: cluster id %v, want %s", b.ID, md.ClusterID, c.ClusterID)
 		}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -32,6 +33,22 @@ type gtsWorker struct {
 	committed atomic.Int64 // records in committed transactions
 	aborted   atomic.Int64 // records in transactions End aborted
 	err       error
+
+	// newSess makes a fresh session with the same options: after End
+	// fails, franz-go's documentation says the session should not go on
+	// ("no returned error is retryable"), so the worker does what an
+	// application does, a new session (whose InitProducerId fences and
+	// aborts the old one's transaction). endErrs are those failures.
+	newSess func() (*kgo.GroupTransactSession, error)
+	mu      sync.Mutex
+	endErrs []string
+}
+
+// EndErrors are the End failures the worker restarted its session after.
+func (w *gtsWorker) EndErrors() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.endErrs...)
 }
 
 // startGTSWorker starts a worker; work is a simulated processing time per
@@ -53,11 +70,12 @@ func startGTSWorker(t testing.TB, seeds []string, id, group, in, out string, wor
 		kgo.RequestRetries(30),
 		kgo.RetryTimeout(30 * time.Second),
 	}, extra...)
-	sess, err := kgo.NewGroupTransactSession(opts...)
+	newSess := func() (*kgo.GroupTransactSession, error) { return kgo.NewGroupTransactSession(opts...) }
+	sess, err := newSess()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &gtsWorker{id: id, sess: sess, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &gtsWorker{id: id, sess: sess, newSess: newSess, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run(work)
 	t.Cleanup(func() { w.Stop() })
 	return w
@@ -105,11 +123,23 @@ func (w *gtsWorker) run(work time.Duration) {
 		}
 		if err != nil {
 			// End aborts on a failed flush or commit (a rebalance, a
-			// coordinator moving); the next poll starts over from the
-			// group's committed offsets. Only a fatal error ends the worker.
+			// coordinator moving) and reports it as committed=false
+			// without an error; the next poll starts over from the
+			// group's committed offsets. An error means the session is
+			// done: start a new one.
 			if errors.Is(err, kgo.ErrClientClosed) {
 				return
 			}
+			w.mu.Lock()
+			w.endErrs = append(w.endErrs, err.Error())
+			w.mu.Unlock()
+			w.aborted.Add(int64(len(recs)))
+			w.sess.Close()
+			if w.sess, err = w.newSess(); err != nil {
+				w.err = fmt.Errorf("%s: new session: %w", w.id, err)
+				return
+			}
+			continue
 		}
 		if committed {
 			w.committed.Add(int64(len(recs)))
@@ -246,6 +276,11 @@ func TestTxnFranzGroupTransactSession(t *testing.T) {
 		w1.committed.Load(), w1.aborted.Load(), w2.committed.Load(), w2.aborted.Load())
 	if w1.err != nil || w2.err != nil {
 		t.Errorf("workers ended with %v, %v", w1.err, w2.err)
+	}
+	// no node fails here: a rebalance aborts (committed=false), it is
+	// never an error that ends a session
+	if e := append(w1.EndErrors(), w2.EndErrors()...); len(e) > 0 {
+		t.Errorf("End failed without a fault: %q", e)
 	}
 	checkOnceFromInput(t, seeds, in, out, n)
 }

@@ -177,5 +177,12 @@ func TestTxnClusterFailover(t *testing.T) {
 	w2.Stop()
 	t.Logf("member 1 committed %d records (%d in aborted transactions), member 2 %d (%d)",
 		w1.committed.Load(), w1.aborted.Load(), w2.committed.Load(), w2.aborted.Load())
+	// an End that fails while a node is down ends that session and the
+	// worker starts a new one, as an application would
+	for _, w := range []*gtsWorker{w1, w2} {
+		if e := w.EndErrors(); len(e) > 0 {
+			t.Logf("%s restarted its session after End failed %d times: %q", w.id, len(e), e)
+		}
+	}
 	checkOnceFromInput(t, seeds, in, out, n)
 }
