@@ -32,7 +32,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(32, 1, 4, onBroker, handleDescribeConfigs) }
+func init() { regKey(32, 1, 4, onBoth, handleDescribeConfigs) }
 
 const (
 	resourceTopic        = 2

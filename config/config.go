@@ -446,3 +446,15 @@ func (c *Config) Listener(name string) (Listener, bool) {
 	}
 	return Listener{}, false
 }
+
+// CordonedLogDirs is AbstractKafkaConfig.cordonedLogDirs: cordoned.log.dirs,
+// or every log dir when it is "*" (KIP-1066).
+func (c *Config) CordonedLogDirs() []string {
+	dirs := c.List("cordoned.log.dirs")
+	for _, d := range dirs {
+		if d == "*" {
+			return append([]string(nil), c.LogDirs...)
+		}
+	}
+	return dirs
+}
