@@ -6,7 +6,10 @@
 // ServerTopicConfigSynonyms). A key kgo-broker acts on is marked Acted (acted.go);
 // the others are accepted and validated exactly as Kafka validates them, and
 // reported once at startup (NotActedOn, Config.ExplicitNotActedOn) and in
-// docs/CONFIG.md. A key Kafka does not know is an error.
+// docs/CONFIG.md. A key Kafka does not know (a plugin's, a metrics
+// reporter's, a vendor's) is accepted as Kafka accepts it: kept with the
+// other supplied keys and listed by Config.UnknownKeys, which the server
+// logs once each at WARN; LoadOptions.Strict refuses it instead.
 //
 // Where values come from, lowest precedence first:
 //
