@@ -61,10 +61,20 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 		}
 	}
 	img := b.meta.Image()
+	// One result per topic, its partitions from every dir entry, as Kafka
+	// answers from its map of partitions (AlterReplicaLogDirsResponse).
+	topicIndex := map[string]int{}
 	for _, d := range r.Dirs {
 		for _, t := range d.Topics {
-			rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
-			rt.Topic = t.Topic
+			i, seen := topicIndex[t.Topic]
+			if !seen {
+				i = len(resp.Topics)
+				topicIndex[t.Topic] = i
+				rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+				rt.Topic = t.Topic
+				resp.Topics = append(resp.Topics, rt)
+			}
+			rt := &resp.Topics[i]
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
 				rp.Partition = p
@@ -86,7 +96,6 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
-			resp.Topics = append(resp.Topics, rt)
 		}
 	}
 	return protocol.Response{Msg: resp}, nil

@@ -46,6 +46,7 @@ func handleDescribeClientQuotas(ctx context.Context, b *Broker, req *protocol.Re
 		resp.ErrorCode, resp.ErrorMessage = err.code.Code, strPtr(err.msg)
 		return protocol.Response{Msg: resp}, nil
 	}
+	resp.ErrorMessage = strPtr("") // Kafka's success answer carries an empty, not a null, message
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for _, q := range b.meta.Image().ClientQuotas() {
 		if !quotaMatches(q, exact, typed, r.Strict) {

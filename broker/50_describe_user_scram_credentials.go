@@ -28,6 +28,7 @@ func init() { regKey(50, 0, 0, onBoth, handleDescribeUserScramCredentials) }
 func handleDescribeUserScramCredentials(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	resp.ErrorMessage = strPtr("") // as Kafka's answer: empty, not null
 	byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
 	for _, c := range b.meta.Image().ScramCredentials() { // mechanism, then name order
 		ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
