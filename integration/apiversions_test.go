@@ -279,7 +279,7 @@ func checkDiffs[D any](t *testing.T, what string, got, want []D, desc func(D) st
 	}
 	for _, d := range want {
 		if !gotSet[key(d)] {
-			t.Errorf("%s: listed difference is gone, remove it from the list and docs/STATUS.md (go test -update-status): %s", what, desc(d))
+			t.Errorf("%s: listed difference is gone, remove it from the list and rewrite docs/STATUS.md (-args -update-status): %s", what, desc(d))
 		}
 	}
 }
@@ -847,7 +847,7 @@ func rawRequest(t *testing.T, b *Broker, port int, req kmsg.Request, version int
 // docs/STATUS.md
 
 const (
-	statusBegin = "<!-- BEGIN kafka-4.4-differences (go test -tags integration -run TestAgainstKafka44 -update-status ./integration/) -->"
+	statusBegin = "<!-- BEGIN kafka-4.4-differences (go test -tags integration -run TestAgainstKafka44 ./integration/ -args -update-status) -->"
 	statusEnd   = "<!-- END kafka-4.4-differences -->"
 )
 
@@ -904,6 +904,6 @@ func TestStatusTablesUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(data), statusBegin+"\n"+statusTables()+statusEnd) {
-		t.Fatalf("docs/STATUS.md does not show the current Kafka 4.4 difference tables; run go test -tags integration -run TestAgainstKafka44 -update-status ./integration/ (or paste):\n%s", statusTables())
+		t.Fatalf("docs/STATUS.md does not show the current Kafka 4.4 difference tables; run go test -tags integration -run TestAgainstKafka44 ./integration/ -args -update-status (or paste):\n%s", statusTables())
 	}
 }
