@@ -3,13 +3,16 @@ package broker
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/controller"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
@@ -310,5 +313,62 @@ func TestUnregisterControllerLocal(t *testing.T) {
 	req.ControllerID = 3
 	if resp := call[*kmsg.UnregisterControllerResponse](t, b, "PLAINTEXT", req, 0); resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("registered controller: %d", resp.ErrorCode)
+	}
+}
+
+// TestDescribeLogDirsCordoned: v5 marks the dirs of cordoned.log.dirs
+// (KIP-1066) at metadata.version 4.3-IV0 and later; AlterReplicaLogDirs to
+// the dir a replica is in is a no-op, to an unknown dir LOG_DIR_NOT_FOUND.
+func TestDescribeLogDirsCordoned(t *testing.T) {
+	dir := t.TempDir()
+	// Formatted as kgo-broker format does: metadata.version 4.4-IV2.
+	if err := controller.WriteBootstrapCheckpoint(dir, controller.BootstrapRecords(controller.DefaultBootstrapFeatures()), 1000); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, dir, map[string]string{"cordoned.log.dirs": dir})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := n.client(t)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "c"); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	// Straight to the broker: kgo's DescribeLogDirs sharding does not carry
+	// is_cordoned into its merged answer.
+	raw, err := cl.Broker(1).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := raw.(*kmsg.DescribeLogDirsResponse)
+	if resp.Version != 5 || len(resp.Dirs) != 1 || !resp.Dirs[0].IsCordoned {
+		t.Fatalf("v%d %+v", resp.Version, resp.Dirs)
+	}
+	abs := resp.Dirs[0].Dir
+	alter := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	alter.Dirs = []kmsg.AlterReplicaLogDirsRequestDir{
+		{Dir: abs, Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "c", Partitions: []int32{0}}}},
+		{Dir: "/nonexistent", Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "c", Partitions: []int32{0}}}},
+	}
+	var got []int16
+	for { // the replica exists once the node has become its leader
+		ar, err := alter.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, p := range ar.Topics[0].Partitions {
+			got = append(got, p.ErrorCode)
+		}
+		if got[0] != kerr.ReplicaNotAvailable.Code {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("c-0 has no replica")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if len(got) != 2 || got[0] != 0 || got[1] != kerr.LogDirNotFound.Code {
+		t.Fatalf("AlterReplicaLogDirs: %v", got)
 	}
 }

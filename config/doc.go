@@ -23,6 +23,11 @@
 // Config exposes the essentials typed (node id, roles, listeners, quorum voters,
 // log dirs) and every key through Int/Long/Bool/String/List/Get.
 //
+// kafka_config_meta.json (meta_kafka.go; scripts/gen-config-meta writes it from
+// the 4.4.0 jars) adds each key's documentation and whether Kafka treats it as
+// internal or dynamic, for DescribeConfigs (describe.go: originals, synonyms,
+// types as Kafka's ConfigHelper computes them).
+//
 // meta.go reads and writes meta.properties (v0/v1) as Kafka's MetaProperties does;
 // uuid.go is Kafka's Uuid (random, parse, base64url string form).
 //
