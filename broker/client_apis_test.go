@@ -351,10 +351,11 @@ func TestDescribeLogDirsCordoned(t *testing.T) {
 	}
 	var got []int16
 	for { // the replica exists once the node has become its leader
-		ar, err := alter.RequestWith(ctx, cl)
+		raw, err := cl.Broker(1).Request(ctx, alter) // unsharded: results in request order
 		if err != nil {
 			t.Fatal(err)
 		}
+		ar := raw.(*kmsg.AlterReplicaLogDirsResponse)
 		got = got[:0]
 		for _, p := range ar.Topics[0].Partitions {
 			got = append(got, p.ErrorCode)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Source is where a value comes from, with DescribeConfigs' ConfigSource codes.
@@ -125,6 +126,9 @@ type Config struct {
 	origins  map[string]string // key -> where it was set
 	values   map[string]any    // parsed effective value of every key with a non-null value
 	unknown  []UnknownKey      // explicit keys Kafka does not know, sorted
+
+	originalsOnce sync.Once // Originals, built on first use (describe.go)
+	originalsMap  map[string]string
 }
 
 // UnknownKey is a supplied key Kafka does not know: a plugin's or metrics

@@ -5,15 +5,24 @@ package config
 // static defaults, each key's synonyms and type.
 
 import (
+	"maps"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Originals are the supplied keys as Kafka keeps them
 // (AbstractConfig.originals after KafkaConfig.populateSynonyms): every key
 // set in the file, the environment or an override, unknown ones included,
 // plus broker.id with node.id's value when only node.id is set.
-func (c *Config) Originals() map[string]string {
+func (c *Config) Originals() map[string]string { return maps.Clone(c.originals()) }
+
+func (c *Config) originals() map[string]string {
+	c.originalsOnce.Do(func() { c.originalsMap = c.buildOriginals() })
+	return c.originalsMap
+}
+
+func (c *Config) buildOriginals() map[string]string {
 	out := make(map[string]string, len(c.explicit)+1)
 	for k, v := range c.explicit {
 		if _, known := brokerIndex[k]; known {
@@ -31,7 +40,9 @@ func (c *Config) Originals() map[string]string {
 
 // StaticDefaults are the non-null defaults of every broker key, as strings
 // (DynamicBrokerConfig.staticDefaultConfigs).
-func StaticDefaults() map[string]string {
+func StaticDefaults() map[string]string { return maps.Clone(staticDefaults()) }
+
+var staticDefaults = sync.OnceValue(func() map[string]string {
 	out := make(map[string]string, len(brokerKeys))
 	for _, k := range brokerKeys {
 		if k.HasDefault {
@@ -39,7 +50,7 @@ func StaticDefaults() map[string]string {
 		}
 	}
 	return out
-}
+})
 
 // Value is a known key's effective static value as Kafka's ConfigDef
 // converts it back to a string (lists joined with ","), and false when the
@@ -129,7 +140,7 @@ func DynamicBrokerKey(name string) bool {
 // nothing when only log.retention.hours is set, as in Kafka).
 func (c *Config) DescribeSynonyms(name string, perBroker, clusterDefault map[string]string) []ConfigSynonym {
 	names := BrokerConfigSynonyms(name)
-	originals, defaults := c.Originals(), StaticDefaults()
+	originals, defaults := c.originals(), staticDefaults()
 	var all []ConfigSynonym
 	for _, level := range []struct {
 		m   map[string]string
