@@ -2,15 +2,20 @@ package broker
 
 // SaslHandshake: v0-1 (client and controller listeners)
 //
-// Behavior (KafkaApis.handleSaslHandshakeRequest):
-//   - kgo-broker's listeners are PLAINTEXT, where the handshake never
-//     reaches an authenticator: every SaslHandshake is answered
-//     ILLEGAL_SASL_STATE with no mechanisms, as Kafka answers one sent on
-//     a PLAINTEXT listener or after authentication. SASL listeners (KIP-43,
-//     KIP-152) are not implemented.
+// Behavior:
+//   - The SASL exchange itself runs in protocol (auth_conn.go) before a
+//     connection's first other request, as Kafka's SaslServerAuthenticator
+//     does inside the channel: SaslHandshake picks the mechanism, then
+//     SaslAuthenticate (or, after v0, raw tokens) carry the exchange, and a
+//     SaslHandshake on an authenticated connection whose session expires
+//     begins a re-authentication (KIP-368).
+//   - A SaslHandshake that reaches this handler came on a listener without
+//     SASL, or after authentication with no re-authentication possible:
+//     Kafka's KafkaApis answers ILLEGAL_SASL_STATE.
 //
-// Version notes: v1: the client follows with SaslAuthenticate frames
-// instead of raw tokens (KIP-152).
+// Version notes:
+//   - v0: the tokens after the handshake travel without Kafka headers
+//   - v1: the tokens travel in SaslAuthenticate requests (KIP-152)
 
 import (
 	"context"

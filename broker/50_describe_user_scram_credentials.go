@@ -1,21 +1,21 @@
 package broker
 
-// DescribeUserScramCredentials: v0 (client and controller listeners)
+// DescribeUserScramCredentials: v0 (client listeners)
 //
-// Behavior (ScramImage.describe, answered from the metadata image):
-//   - No users (null or empty): every user with a SCRAM credential in the
-//     image (UserScramCredentialRecords; kgo-broker's controller writes
-//     none, so normally an empty answer).
-//   - Named users: each user's mechanisms and iterations, RESOURCE_NOT_FOUND
-//     "Attempt to describe a user credential that does not exist: <user>"
-//     for a user without any, DUPLICATE_RESOURCE "Cannot describe SCRAM
-//     credentials for the same user twice in a single request: <user>" for
-//     a user named twice.
-//   - Kafka's CONTROLLER listener lists the API but closes the connection
-//     when asked; kgo-broker answers there as on a client listener.
+// Behavior (Kafka's ScramImage.describe, answered by the broker from its
+// metadata image):
+//   - No users (null or empty): every user with a credential, each with its
+//     mechanisms and iterations (never the salt or keys).
+//   - A named user without credentials: RESOURCE_NOT_FOUND "Attempt to
+//     describe a user credential that does not exist: <user>".
+//   - A user named twice: DUPLICATE_RESOURCE "Cannot describe SCRAM
+//     credentials for the same user twice in a single request: <user>".
+//
+// kafka-configs.sh --describe --entity-type users uses it.
 
 import (
 	"context"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,43 +23,48 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(50, 0, 0, onBoth, handleDescribeUserScramCredentials) }
+func init() { regKey(50, 0, 0, onBroker, handleDescribeUserScramCredentials) }
 
 func handleDescribeUserScramCredentials(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	resp.ErrorMessage = strPtr("") // as Kafka's answer: empty, not null
 	byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
-	for _, c := range b.meta.Image().ScramCredentials() { // mechanism, then name order
+	for _, c := range b.meta.Image().ScramCredentials() {
 		ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
 		ci.Mechanism, ci.Iterations = c.Mechanism, c.Iterations
 		byUser[c.Name] = append(byUser[c.Name], ci)
 	}
-	var users []string
-	dup := map[string]bool{}
+	type want struct {
+		name string
+		dup  bool
+	}
+	var users []want
 	if len(r.Users) == 0 {
-		users = sortedKeys(byUser)
+		for n := range byUser {
+			users = append(users, want{name: n})
+		}
+		sort.Slice(users, func(i, j int) bool { return users[i].name < users[j].name })
 	} else {
-		seen := map[string]bool{}
+		idx := map[string]int{}
 		for _, u := range r.Users {
-			if seen[u.Name] {
-				dup[u.Name] = true
+			if i, ok := idx[u.Name]; ok {
+				users[i].dup = true
 				continue
 			}
-			seen[u.Name] = true
-			users = append(users, u.Name)
+			idx[u.Name] = len(users)
+			users = append(users, want{name: u.Name})
 		}
 	}
 	for _, u := range users {
 		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
-		res.User = u
-		switch infos, ok := byUser[u]; {
-		case dup[u]:
-			res.ErrorCode = kerr.DuplicateResource.Code
-			res.ErrorMessage = strPtr("Cannot describe SCRAM credentials for the same user twice in a single request: " + u)
+		res.User = u.name
+		switch infos, ok := byUser[u.name]; {
+		case u.dup:
+			msg := "Cannot describe SCRAM credentials for the same user twice in a single request: " + u.name
+			res.ErrorCode, res.ErrorMessage = kerr.DuplicateResource.Code, &msg
 		case !ok:
-			res.ErrorCode = kerr.ResourceNotFound.Code
-			res.ErrorMessage = strPtr("Attempt to describe a user credential that does not exist: " + u)
+			msg := "Attempt to describe a user credential that does not exist: " + u.name
+			res.ErrorCode, res.ErrorMessage = kerr.ResourceNotFound.Code, &msg
 		default:
 			res.CredentialInfos = infos
 		}

@@ -26,10 +26,12 @@ func controllerServes(key, version int16) bool {
 	return ok && !e.hidden && version >= e.min && version <= e.max
 }
 
-// forwardOr forwards req to the active controller (Kafka's
-// maybeForwardToController) when the controller serves it, else answers
-// local(). timedOut fills the answer when no controller answers within the
-// request's timeout (forwardTimeout without one).
+// forwardOr forwards req to the active controller in an Envelope (Kafka's
+// maybeForwardToController; controllerChannel.Forward) when the controller
+// serves it, else answers local(). timedOut fills the answer when no
+// controller answers within the request's timeout (forwardTimeout without
+// one); a controller refusing the version closes the client's connection,
+// as handleForwarded does.
 func forwardOr(ctx context.Context, b *Broker, req *protocol.Request, local func() kmsg.Response, timedOut func(kmsg.Response)) (protocol.Response, error) {
 	if !controllerServes(req.Key, req.Version) {
 		return protocol.Response{Msg: local()}, nil
@@ -40,7 +42,12 @@ func forwardOr(ctx context.Context, b *Broker, req *protocol.Request, local func
 	}
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := b.forward.RequestVersion(fctx, req.Msg, req.Version)
+	resp, err := b.forward.Forward(fctx, req)
+	if err == errForwardUnsupported {
+		b.logger.Info("closing the client connection: the controller does not support the forwarded request version",
+			zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version))
+		return protocol.Response{}, err
+	}
 	if err != nil {
 		b.logger.Debug("forwarding to controller failed", zap.String("api", kmsg.NameForKey(req.Key)), zap.Error(err))
 		resp = req.Msg.ResponseKind()

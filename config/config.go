@@ -450,7 +450,7 @@ func (c *Config) Explicit() map[string]string {
 func (c *Config) ExplicitNotActedOn() []string {
 	var out []string
 	for k := range c.explicit {
-		if key, ok := brokerIndex[k]; ok && !key.Acted || !ok && knownPrefixed(k) {
+		if key, ok := brokerIndex[k]; (ok && !key.Acted || !ok && knownPrefixed(k)) && !actedListenerKey(k) {
 			out = append(out, k)
 		}
 	}

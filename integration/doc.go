@@ -28,4 +28,9 @@
 //	                    (default warn; their logs go to stderr)
 //	KGO_READY_TIMEOUT   how long to wait for a started broker to answer Metadata (default 60s)
 //	KGO_KEEP_DIRS       if set, keep every broker's temp dir (failed tests always keep it)
+//	KGO_FAULT_RUNS      the fault suite's runs per kind (unset: short mode, one run); see
+//	                    faults_test.go for KGO_FAULT_CYCLE, KGO_FAULT_KINDS, KGO_FAULT_SEED,
+//	                    KGO_FAULT_RESULTS
+//	KGO_REQUIRE_FAULTS  if set, a fault that cannot run here (no root, no netns, no
+//	                    iptables) fails instead of skipping (scripts/test.sh sets it)
 package integration

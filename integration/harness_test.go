@@ -155,6 +155,10 @@ type BrokerOptions struct {
 	// Bin is the binary to run instead of the one under test (brokerBin):
 	// the comparison tests run Apache Kafka's reference broker next to it.
 	Bin string
+	// Wrap is a command prefix the binary is started through, e.g.
+	// ["ip", "netns", "exec", "ns1"] (it must exec the binary in place, so
+	// that the pid is the broker's).
+	Wrap []string
 }
 
 // Broker is one kgo-broker process and its directory.
@@ -281,7 +285,8 @@ func (b *Broker) Start() {
 	}
 	fmt.Fprintf(logf, "\n===== harness: start #%d at %s: %s %s\n", b.runs,
 		time.Now().Format(time.RFC3339Nano), bin, strings.Join(b.Args(), " "))
-	cmd := exec.Command(bin, b.Args()...)
+	argv := append(append(append([]string(nil), b.opts.Wrap...), bin), b.Args()...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = b.Dir
 	cmd.Env = append(hermeticEnv(), b.opts.Env...)
 	if b.opts.NoConfig {
@@ -431,6 +436,25 @@ func (b *Broker) Kill() {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the process group
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// Pause sends SIGSTOP to the broker's process group (every process of it, a
+// wrapper script's JVM too); Resume sends SIGCONT. A paused process still
+// dies of Kill.
+func (b *Broker) Pause() { b.signalGroup(syscall.SIGSTOP) }
+
+// Resume continues a paused broker (SIGCONT to its process group).
+func (b *Broker) Resume() { b.signalGroup(syscall.SIGCONT) }
+
+func (b *Broker) signalGroup(sig syscall.Signal) {
+	b.t.Helper()
+	cmd, done := b.current()
+	if cmd == nil || isClosed(done) {
+		return
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+		b.t.Errorf("broker pid %d: %v: %v", cmd.Process.Pid, sig, err)
+	}
 }
 
 // Restart stops (SIGTERM) the broker, expects exit code 0, starts it again on the

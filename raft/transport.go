@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
@@ -21,14 +21,15 @@ type ClientTransport struct {
 	voters   map[int32]VoterEndpoint
 	clientID string
 	log      *zap.Logger
+	opts     protocol.ClientOptions // TLS and SASL of the controller listener
 
-	mu     sync.Mutex
+	mu     lockrank.Mutex // a leaf
 	conns  map[int32]*transportConn
 	closed bool
 }
 
 type transportConn struct {
-	mu sync.Mutex // serialises dialling
+	mu lockrank.Mutex // serialises dialling; takes ClientTransport.mu and the client's lock
 	c  *protocol.Client
 }
 
@@ -37,7 +38,19 @@ func NewClientTransport(voters map[int32]VoterEndpoint, clientID string, log *za
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[int32]*transportConn{}}
+	t := &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[int32]*transportConn{}}
+	t.mu.SetRank(lockrank.RaftTransport)
+	return t
+}
+
+// NewClientTransportOptions is NewClientTransport dialling with opts (the
+// TLS and SASL of the voters' controller listener); opts.ClientID is set
+// to clientID.
+func NewClientTransportOptions(voters map[int32]VoterEndpoint, clientID string, log *zap.Logger, opts protocol.ClientOptions) *ClientTransport {
+	t := NewClientTransport(voters, clientID, log)
+	opts.ClientID = clientID
+	t.opts = opts
+	return t
 }
 
 // Send implements Transport.
@@ -66,6 +79,7 @@ func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.C
 	tc := t.conns[nodeID]
 	if tc == nil {
 		tc = &transportConn{}
+		tc.mu.SetRank(lockrank.RaftDial)
 		t.conns[nodeID] = tc
 	}
 	t.mu.Unlock()
@@ -78,7 +92,9 @@ func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.C
 		tc.c.Close()
 		tc.c = nil
 	}
-	c, err := protocol.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), t.clientID)
+	opts := t.opts
+	opts.ClientID = t.clientID
+	c, err := protocol.DialOptions(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), opts)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,8 @@ type formatOptions struct {
 	InitialControllers string
 	// Features are the --feature name=level options (the last one of a name wins).
 	Features map[string]int16
+	// Scram are the --add-scram arguments (format_scram.go).
+	Scram []string
 }
 
 // bootstrap is what a format finalizes: the metadata.version and the
@@ -33,11 +35,22 @@ type formatOptions struct {
 type bootstrap struct {
 	MV       int16
 	Features []controller.Feature
+	// Scram are the --add-scram users' credentials, after the features.
+	Scram []*metadatacache.UserScramCredentialRecord
+}
+
+// records are the bootstrap records: the features, then the SCRAM users.
+func (b bootstrap) records() []metadatacache.Record {
+	recs := controller.BootstrapRecords(b.Features)
+	for _, r := range b.Scram {
+		recs = append(recs, r)
+	}
+	return recs
 }
 
 // defaultBootstrap is what the first-start format uses.
 func defaultBootstrap() bootstrap {
-	return bootstrap{controller.DefaultMetadataVersion, controller.DefaultBootstrapFeatures()}
+	return bootstrap{MV: controller.DefaultMetadataVersion, Features: controller.DefaultBootstrapFeatures()}
 }
 
 // resolveBootstrap is Formatter's calculateEffectiveReleaseVersion and
@@ -58,14 +71,32 @@ func resolveBootstrap(cfg *config.Config, o formatOptions) (bootstrap, error) {
 	if err != nil {
 		return bootstrap{}, &formatError{err.Error()}
 	}
-	return bootstrap{mv, fs}, nil
+	b := bootstrap{MV: mv, Features: fs}
+	for _, a := range o.Scram {
+		r, err := parseAddScram(a)
+		if err != nil {
+			return bootstrap{}, err
+		}
+		if mv < mvScram {
+			return bootstrap{}, &formatError{"SCRAM is only supported in metadata.version 3.5-IV2 or later."}
+		}
+		b.Scram = append(b.Scram, r)
+	}
+	return b, nil
 }
+
+// mvScram is metadata.version 3.5-IV2.
+const mvScram = 11
 
 // String is BootstrapMetadata.toString, which kafka-storage.sh format prints.
 func (b bootstrap) String() string {
 	recs := make([]string, len(b.Features))
 	for i, f := range b.Features {
 		recs[i] = fmt.Sprintf("ApiMessageAndVersion(FeatureLevelRecord(name='%s', featureLevel=%d) at version 0)", f.Name, f.Level)
+	}
+	for _, r := range b.Scram {
+		recs = append(recs, fmt.Sprintf("ApiMessageAndVersion(UserScramCredentialRecord(name='%s', mechanism=%d, salt=(redacted), storedKey=(redacted), serverKey=(redacted), iterations=%d) at version 0)",
+			r.Name, r.Mechanism, r.Iterations))
 	}
 	return fmt.Sprintf("BootstrapMetadata(records=[%s], metadataVersionLevel=%d, source=format command)", strings.Join(recs, ", "), b.MV)
 }
@@ -171,7 +202,7 @@ func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID s
 			return fmt.Errorf("Error while writing meta.properties file %s: %v", s.Dir, err)
 		}
 		if s.Dir == cfg.MetadataLogDir && cfg.ProcessRoles.IsController() {
-			if err := controller.WriteBootstrapCheckpoint(s.Dir, controller.BootstrapRecords(b.Features), time.Now().UnixMilli()); err != nil {
+			if err := controller.WriteBootstrapCheckpoint(s.Dir, b.records(), time.Now().UnixMilli()); err != nil {
 				return fmt.Errorf("Error while writing the bootstrap snapshot in %s: %v", s.Dir, err)
 			}
 		}
@@ -400,7 +431,8 @@ func parseFormatArgs(args []string) (configFile string, o formatOptions, err err
 				o.Features[fname] = level
 			}
 		case "-S", "--add-scram":
-			return "", o, fmt.Errorf("argument %s is not supported by kgo-broker yet", name)
+			v, err = value()
+			o.Scram = append(o.Scram, v)
 		default:
 			return "", o, fmt.Errorf("unrecognized arguments: '%s'", a)
 		}
