@@ -12,9 +12,13 @@ package broker
 //     (non-null) list.
 //   - INVALID_REQUEST for an empty or repeated entity type, a match string
 //     where the match type forbids one (or none where EXACT needs one), or
-//     ip combined with user or client-id; UNSUPPORTED_VERSION for an entity
-//     type other than user, client-id and ip, or an unknown match type.
+//     ip combined with user or client-id, or an unknown match type;
+//     UNSUPPORTED_VERSION for an entity type other than user, client-id and
+//     ip.
 //   - Quotas are not enforced (no throttling): see docs/STATUS.md.
+//
+// kafka-configs.sh --describe --entity-type users (and clients) reads quotas
+// this way before it describes the users' SCRAM credentials.
 //
 // Version notes: v1: flexible.
 
@@ -108,7 +112,7 @@ func quotaFilter(components []kmsg.DescribeClientQuotasRequestComponent) (map[st
 			}
 			typed[c.EntityType] = true
 		default:
-			return nil, nil, &apiError{kerr.UnsupportedVersion, fmt.Sprintf("Unknown match type %d", c.MatchType)}
+			return nil, nil, invalid("Unknown match type %d", c.MatchType)
 		}
 	}
 	has := func(t string) bool { _, ok := exact[t]; return ok || typed[t] }
