@@ -103,9 +103,11 @@ func renderConfigDoc() string {
 	p("voter) gets a random id, and any other node gets Apache Kafka's docker image default\n")
 	p("`5L6g3nShT-eMCtK--X86sw`, so the nodes of one cluster agree. A directory already formatted keeps\n")
 	p("its cluster id; all directories must agree on cluster.id and node.id.\n\n")
-	p("Only `PLAINTEXT` listeners are served for now: a listener mapped to SSL, SASL_PLAINTEXT or\n")
-	p("SASL_SSL is rejected at startup. Keys with the prefixes %s are accepted and not acted on.\n\n",
+	p("Listeners of every security protocol are served (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL;\n")
+	p("see the README's Security section). Keys with the prefixes %s are accepted;\n",
 		"`"+strings.Join(prefixedKeys, "`, `")+"`")
+	p("of them only a listener's own security keys (`listener.name.<listener>.ssl.*`, `.sasl.*`,\n")
+	p("`.<mechanism>.sasl.jaas.config`) are acted on.\n\n")
 
 	table := func(acted bool) {
 		p("| Key | Type | Default | Valid values | Importance |\n|---|---|---|---|---|\n")
