@@ -9,7 +9,7 @@ package integration
 //   - ApiVersions on the client and the CONTROLLER listener, key by key, and
 //     the supported and finalized features;
 //   - what each API answers where kgo-broker gives Kafka's answer for a
-//     capability that is off (SASL, ACLs, delegation tokens, quotas, share
+//     capability that is off (SASL on a PLAINTEXT listener, ACLs, delegation tokens, quotas, share
 //     and streams groups, voter changes, telemetry, ...);
 //   - DescribeConfigs of the broker, the cluster-wide defaults and a topic,
 //     with synonyms and documentation.
@@ -74,13 +74,11 @@ type apiVersionDiff struct {
 
 var apiVersionDiffs = []apiVersionDiff{
 	{"CONTROLLER", 1, "4-18", "4-17", "raft Fetch v18 (KIP-1166, the leader's high watermark in the request) is not served by kgo-broker's raft (raft/rpc.go)"},
-	{"CONTROLLER", 58, "0-0", "", "Envelope (KIP-590): requests Kafka brokers forward to a kgo-broker controller; the Envelope work (broker/forward*.go)"},
-	{"CONTROLLER", 70, "0-0", "", "ControllerRegistration (KIP-919): controllers do not register themselves yet; the ControllerRegistration work"},
 	{"CONTROLLER", 73, "0-0", "", "AssignReplicasToDirs (KIP-858): brokers do not report replica log dir assignments to the controller"},
 	{"CONTROLLER", 80, "0-1", "", "AddRaftVoter: static voters only (kraft.version 0); the KIP-853 dynamic voters work (raft/)"},
 	{"CONTROLLER", 81, "0-0", "", "RemoveRaftVoter: as AddRaftVoter"},
 	{"CONTROLLER", 82, "0-0", "", "UpdateRaftVoter: as AddRaftVoter"},
-	{"CONTROLLER", 94, "0-0", "", "UnregisterController (KIP-1312): needs controller registrations (ControllerRegistration work); the client listener answers it from the image"},
+	{"CONTROLLER", 94, "0-0", "", "UnregisterController (KIP-1312): the controller does not remove registrations yet (no UnregisterControllerRecord is written); the client listener answers it from the image"},
 }
 
 // featureDiff is a supported feature range that differs.
@@ -104,7 +102,6 @@ type answerDiff struct {
 
 var answerDiffs = []answerDiff{
 	{"AlterClientQuotas", 0, 35, "client quotas are not implemented (no ClientQuotaRecords, no throttling): UNSUPPORTED_VERSION with a message instead of storing a quota that would not apply"},
-	{"AlterUserScramCredentials upsert", 0, 35, "SCRAM (KIP-554) is not implemented: a valid upsertion answers UNSUPPORTED_VERSION with a message (invalid ones and deletions get Kafka's answers)"},
 }
 
 // configDiff is a DescribeConfigs entry that differs.
