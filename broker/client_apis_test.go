@@ -274,6 +274,8 @@ func TestDescribeClientQuotasFromImage(t *testing.T) {
 		{"twice", []kmsg.DescribeClientQuotasRequestComponent{comp("user", 2, nil), comp("user", 2, nil)}, false, kerr.InvalidRequest.Code, 0},
 		{"ip with user", []kmsg.DescribeClientQuotasRequestComponent{comp("ip", 2, nil), comp("user", 2, nil)}, false, kerr.InvalidRequest.Code, 0},
 		{"custom type", []kmsg.DescribeClientQuotasRequestComponent{comp("group", 2, nil)}, false, kerr.UnsupportedVersion.Code, 0},
+		{"unknown match type", []kmsg.DescribeClientQuotasRequestComponent{comp("user", 3, nil)}, false, kerr.InvalidRequest.Code, 0},
+		{"default with a name", []kmsg.DescribeClientQuotasRequestComponent{comp("user", 1, &alice)}, false, kerr.InvalidRequest.Code, 0},
 	} {
 		req := kmsg.NewPtrDescribeClientQuotasRequest()
 		req.Components, req.Strict = tc.comps, tc.strict
@@ -290,6 +292,13 @@ func TestDescribeUserScramCredentialsFromImage(t *testing.T) {
 	resp := call[*kmsg.DescribeUserSCRAMCredentialsResponse](t, b, "PLAINTEXT", req, 0)
 	if len(resp.Results) != 1 || resp.Results[0].User != "bob" || resp.Results[0].CredentialInfos[0].Iterations != 8192 {
 		t.Fatalf("all users: %+v", resp.Results)
+	}
+	if resp.ErrorMessage == nil || *resp.ErrorMessage != "" {
+		t.Errorf("top-level message %v, want Kafka's empty string", resp.ErrorMessage)
+	}
+	// Kafka's CONTROLLER listener lists the API too.
+	if r := call[*kmsg.DescribeUserSCRAMCredentialsResponse](t, b, "CONTROLLER", req, 0); len(r.Results) != 1 {
+		t.Errorf("CONTROLLER listener: %+v", r.Results)
 	}
 	req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "bob"}, {Name: "carol"}, {Name: "carol"}}
 	resp = call[*kmsg.DescribeUserSCRAMCredentialsResponse](t, b, "PLAINTEXT", req, 0)
