@@ -1,13 +1,14 @@
 package broker
 
-// ListOffsets: v1-10
+// ListOffsets: v1-11
 //
 // Behavior (replication.ReplicaManager.ListOffsets):
 //   - -2 earliest and -4 earliest-local: the log start offset; -1 latest: the
 //     high watermark (last stable offset under READ_COMMITTED; the log end for
 //     replica ids >= 0) with the current leader epoch; -3 max timestamp and
 //     timestamps >= 0: the time index, -1/-1 when nothing is found below the
-//     bound; -5 latest-tiered: offset -1, epoch -1 (no tiered storage).
+//     bound; -5 latest-tiered and -6 earliest-pending-upload: offset -1,
+//     epoch -1 (no tiered storage).
 //   - Current leader epoch checks: FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH;
 //     NOT_LEADER_OR_FOLLOWER unless replica id -2 (debugging);
 //     UNKNOWN_TOPIC_OR_PARTITION; INVALID_REQUEST for a partition named twice;
@@ -25,7 +26,7 @@ package broker
 //   - v8: -4 earliest local (KIP-405)
 //   - v9: -5 latest tiered (KIP-1005)
 //   - v10: timeout_ms (KIP-1075), no effect without tiered storage
-//   - v11 (-6 earliest pending upload, KIP-1023) is not served.
+//   - v11: -6 earliest pending upload (KIP-1023)
 
 import (
 	"context"
@@ -35,7 +36,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(2, 1, 10, onBroker, handleListOffsets) }
+func init() { regKey(2, 1, 11, onBroker, handleListOffsets) }
 
 func handleListOffsets(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.ListOffsetsRequest)

@@ -1,10 +1,11 @@
 package broker
 
-// OffsetCommit: v2-9 (group.Coordinator.OffsetCommit)
+// OffsetCommit: v2-10 (group.Coordinator.OffsetCommit)
 //
 // Behavior:
 //   - Per partition UNKNOWN_TOPIC_OR_PARTITION for topics or partitions the
-//     metadata does not know; OFFSET_METADATA_TOO_LARGE above
+//     metadata does not know (UNKNOWN_TOPIC_ID for a v10 topic id it does
+//     not know); OFFSET_METADATA_TOO_LARGE above
 //     offset.metadata.max.bytes.
 //   - Generation -1 with no member id: a simple commit, accepted while the
 //     group is Empty (creates a simple group if there is none). Otherwise
@@ -22,6 +23,7 @@ package broker
 //   - v2-4: retention time; v3: throttle; v5: no retention time
 //   - v6: leader epoch; v7: group instance id; v8: flexible
 //   - v9: KIP-848 member epochs, GROUP_ID_NOT_FOUND
+//   - v10: topics named by id instead of name (KIP-848)
 
 import (
 	"context"
@@ -32,7 +34,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(8, 2, 9, onBroker, handleOffsetCommit) }
+func init() { regKey(8, 2, 10, onBroker, handleOffsetCommit) }
 
 func handleOffsetCommit(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.OffsetCommitRequest)
@@ -40,7 +42,7 @@ func handleOffsetCommit(ctx context.Context, b *Broker, req *protocol.Request) (
 		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range r.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, kerr.NotCoordinator.Code

@@ -1,27 +1,55 @@
 package broker
 
-// DescribeConfigs: v1-4 (client listeners)
+// DescribeConfigs: v1-4 (client and controller listeners)
 //
-// Behavior (ConfigHelper.describeConfigs):
-//   - TOPIC (2): every topic config key, its value and source: the topic's
-//     own value (DYNAMIC_TOPIC_CONFIG), else the broker synonym set in the
-//     broker's config (STATIC_BROKER_CONFIG), else Kafka's default
-//     (DEFAULT_CONFIG). Unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER (4): this broker's keys with DYNAMIC_BROKER_CONFIG /
-//     DYNAMIC_DEFAULT_BROKER_CONFIG from the metadata log, else
-//     STATIC_BROKER_CONFIG / DEFAULT_CONFIG; the name "" describes the
-//     cluster-wide dynamic defaults; another broker id is INVALID_REQUEST.
-//     Sensitive (password) values are null.
-//   - BROKER_LOGGER (8): no loggers are adjustable yet: an empty list.
-//   - ConfigNames limits the answer; IncludeSynonyms (v1+) lists synonyms in
-//     priority order; IncludeDocumentation (v3+) is honoured with null docs.
+// Behavior (ConfigHelper.describeConfigs, DynamicBrokerConfig):
+//   - BROKER (4) for this node's id: every key Kafka defines except its
+//     internal ones (ConfigDef.defineInternal: internal.*, unstable.*, ...),
+//     plus every supplied key (Kafka's originals: unknown keys too, and
+//     broker.id with node.id's value as KafkaConfig.populateSynonyms sets
+//     it). The value is the current one: a dynamic value from the metadata
+//     log (this broker's, then the cluster-wide default), else the static or
+//     default value of the key itself (null when that is null: Kafka reports
+//     log.retention.ms as null when only log.retention.hours is set).
+//   - Synonyms (and the source, the first synonym's, else DEFAULT_CONFIG)
+//     are Kafka's configSynonyms: for each of the key's synonyms
+//     (log.retention.ms/minutes/hours, log.roll.*, log.flush.interval.ms,
+//     listener.name.* and its base key) the per-broker dynamic, cluster
+//     dynamic, static and default values, in that order, without the
+//     entries before the first one for the key itself.
+//   - Sensitive: PASSWORD keys and keys of unknown type (unknown and
+//     plugin keys), whose values and synonym values are null. Read-only
+//     unless Kafka can change the key itself dynamically. Type (v3+) the
+//     key's (a listener override's base key's), UNKNOWN for keys Kafka does
+//     not define.
+//   - The name "" describes the cluster-wide dynamic defaults only, with
+//     only those as synonyms (createBrokerConfigEntry without
+//     perBrokerConfig); another
+//     broker id, or a name that is not a number, is INVALID_REQUEST.
+//   - TOPIC (2): every topic key Kafka defines but the internal ones, plus
+//     the topic's overrides: the override (DYNAMIC_TOPIC_CONFIG), else the
+//     broker's current value of the key's broker synonym converted to the
+//     topic unit, else the topic default; synonyms are the override, then
+//     the broker synonym's as above. Unknown topics get
+//     UNKNOWN_TOPIC_OR_PARTITION, invalid names INVALID_TOPIC_EXCEPTION.
+//   - BROKER_LOGGER (8): kgo-broker has no log4j loggers to adjust: an
+//     empty list for its own id, INVALID_REQUEST for another.
+//   - ConfigNames (null or empty: all) limits the answer; IncludeSynonyms
+//     (v1+) lists synonyms; IncludeDocumentation (v3+) adds Kafka 4.4's
+//     documentation of each key it defines (config/kafka_config_meta.json).
+//   - On the CONTROLLER listener the same answer describes this node's
+//     configuration (Kafka's ControllerApis describes topics there without
+//     broker synonyms, from its static config; kgo-broker gives the client
+//     listener's answer).
 //
 // Version notes:
-//   - v1: synonyms, ConfigSource; v3: ConfigType, Documentation; v4: flexible
+//   - v1: synonyms, ConfigSource; v2: no change; v3: ConfigType,
+//     Documentation (KIP-569); v4: flexible
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,13 +60,24 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(32, 1, 4, onBroker, handleDescribeConfigs) }
+func init() { regKey(32, 1, 4, onBoth, handleDescribeConfigs) }
 
 const (
 	resourceTopic        = 2
 	resourceBroker       = 4
 	resourceBrokerLogger = 8
 )
+
+// describeOpts are what a DescribeConfigs resource asks for.
+type describeOpts struct {
+	names    []string // null or empty: every key
+	synonyms bool
+	docs     bool
+}
+
+func (o describeOpts) want(name string) bool {
+	return len(o.names) == 0 || slices.Contains(o.names, name)
+}
 
 func handleDescribeConfigs(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeConfigsRequest)
@@ -47,169 +86,173 @@ func handleDescribeConfigs(ctx context.Context, b *Broker, req *protocol.Request
 	for _, rs := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
-		want := func(name string) bool {
-			if rs.ConfigNames == nil {
-				return true
+		o := describeOpts{names: rs.ConfigNames, synonyms: r.IncludeSynonyms, docs: r.Version >= 3 && r.IncludeDocumentation}
+		fail := func(err *kerr.Error, format string, args ...any) {
+			rr.ErrorCode = err.Code
+			if format != "" {
+				rr.ErrorMessage = strPtr(fmt.Sprintf(format, args...))
 			}
-			for _, n := range rs.ConfigNames {
-				if n == name {
-					return true
-				}
-			}
-			return false
 		}
 		switch rs.ResourceType {
 		case resourceTopic:
-			if validateTopicName(rs.ResourceName) != nil {
-				rr.ErrorCode = kerr.InvalidTopicException.Code
-				break
-			}
-			if img.TopicByName(rs.ResourceName) == nil {
-				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				break
-			}
-			rr.Configs = b.topicConfigEntries(img, rs.ResourceName, r, want)
-		case resourceBroker:
-			switch rs.ResourceName {
-			case "", strconv.Itoa(int(b.nodeID)):
-				rr.Configs = b.brokerConfigEntries(img, rs.ResourceName, r, want)
+			switch {
+			case validateTopicName(rs.ResourceName) != nil:
+				fail(kerr.InvalidTopicException, "")
+			case img.TopicByName(rs.ResourceName) == nil:
+				fail(kerr.UnknownTopicOrPartition, "")
 			default:
-				rr.ErrorCode = kerr.InvalidRequest.Code
-				msg := fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", b.nodeID, rs.ResourceName)
-				rr.ErrorMessage = &msg
+				rr.Configs = b.topicConfigEntries(img, rs.ResourceName, o)
+			}
+		case resourceBroker:
+			id, err := strconv.Atoi(rs.ResourceName)
+			switch {
+			case rs.ResourceName == "":
+				rr.Configs = b.clusterDefaultEntries(img, o)
+			case err != nil:
+				fail(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", rs.ResourceName)
+			case int32(id) != b.nodeID:
+				fail(kerr.InvalidRequest, "Unexpected broker id, expected %d or empty string, but received %s", b.nodeID, rs.ResourceName)
+			default:
+				rr.Configs = b.brokerConfigEntries(img, o)
 			}
 		case resourceBrokerLogger:
 			if rs.ResourceName != strconv.Itoa(int(b.nodeID)) {
-				rr.ErrorCode = kerr.InvalidRequest.Code
+				fail(kerr.InvalidRequest, "")
 			}
 		default:
-			rr.ErrorCode = kerr.InvalidRequest.Code
-			msg := fmt.Sprintf("Unsupported resource type %d", rs.ResourceType)
-			rr.ErrorMessage = &msg
+			fail(kerr.InvalidRequest, "Unsupported resource type %d", rs.ResourceType)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return protocol.Response{Msg: resp}, nil
 }
 
-func (b *Broker) topicConfigEntries(img *metadatacache.Image, topic string, r *kmsg.DescribeConfigsRequest, want func(string) bool) []kmsg.DescribeConfigsResponseResourceConfig {
-	overrides := img.TopicConfig(topic)
-	perBroker := img.BrokerConfig(b.nodeID)
-	clusterDefaults := img.DefaultBrokerConfig()
+// brokerConfigEntries describes this broker (ConfigHelper's BROKER case
+// with perBrokerConfig).
+func (b *Broker) brokerConfigEntries(img *metadatacache.Image, o describeOpts) []kmsg.DescribeConfigsResponseResourceConfig {
+	perBroker, clusterDefaults := img.BrokerConfig(b.nodeID), img.DefaultBrokerConfig()
+	originals := b.cfg.Originals()
+	names := sortedKeys(originals)
+	for _, k := range config.Keys() {
+		if !k.Internal {
+			if _, set := originals[k.Name]; !set {
+				names = append(names, k.Name)
+			}
+		}
+	}
+	slices.Sort(names)
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, tk := range config.TopicKeys() {
-		if tk.Internal || !want(tk.Name) {
+	for _, name := range names {
+		if !o.want(name) {
 			continue
 		}
-		// Dynamic broker-level synonyms, this broker's first, then the
-		// cluster-wide defaults, each in synonym priority order.
-		var dynamic []config.ConfigSynonym
-		for _, level := range []struct {
-			m   map[string]string
-			src config.Source
-		}{{perBroker, config.SourceDynamicBrokerConfig}, {clusterDefaults, config.SourceDynamicDefaultBrokerConfig}} {
-			for _, syn := range tk.Synonyms {
-				if v, ok := level.m[syn.Name]; ok {
-					dynamic = append(dynamic, config.ConfigSynonym{Name: syn.Name, Value: v, Source: level.src})
-				}
+		value, ok := perBroker[name]
+		if !ok {
+			value, ok = clusterDefaults[name]
+		}
+		if !ok {
+			if _, known := config.Lookup(name); known {
+				value, ok = b.cfg.Value(name)
+			} else {
+				value, ok = originals[name]
 			}
+		}
+		var v *string
+		if ok {
+			v = &value
+		}
+		out = append(out, brokerEntry(b.cfg, name, v, b.cfg.DescribeSynonyms(name, perBroker, clusterDefaults), o))
+	}
+	return out
+}
+
+// clusterDefaultEntries describes the cluster-wide dynamic defaults (the
+// BROKER resource ""): only the keys set there, without per-broker synonyms.
+func (b *Broker) clusterDefaultEntries(img *metadatacache.Image, o describeOpts) []kmsg.DescribeConfigsResponseResourceConfig {
+	clusterDefaults := img.DefaultBrokerConfig()
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range sortedKeys(clusterDefaults) {
+		if !o.want(name) {
+			continue
+		}
+		value := clusterDefaults[name]
+		var synonyms []config.ConfigSynonym
+		for _, s := range b.cfg.DescribeSynonyms(name, nil, clusterDefaults) {
+			if s.Source == config.SourceDynamicDefaultBrokerConfig {
+				synonyms = append(synonyms, s)
+			}
+		}
+		out = append(out, brokerEntry(b.cfg, name, &value, synonyms, o))
+	}
+	return out
+}
+
+// brokerEntry is ConfigHelper.createBrokerConfigEntry.
+func brokerEntry(cfg *config.Config, name string, value *string, synonyms []config.ConfigSynonym, o describeOpts) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name = name
+	typ, typed := config.BrokerKeyType(name)
+	c.IsSensitive = !typed || typ == config.TypePassword // KafkaConfig.maybeSensitive
+	if typed {
+		c.ConfigType = kmsg.ConfigType(typ.DescribeConfigsType())
+	}
+	if !c.IsSensitive {
+		c.Value = value
+	}
+	c.Source = kmsg.ConfigSource(config.SourceDefaultConfig)
+	if len(synonyms) > 0 {
+		c.Source = kmsg.ConfigSource(synonyms[0].Source)
+	}
+	c.ReadOnly = !config.DynamicBrokerKey(name)
+	if o.synonyms {
+		c.ConfigSynonyms = configSynonyms(synonyms, c.IsSensitive)
+	}
+	if k, known := config.Lookup(name); known && o.docs {
+		c.Documentation = strPtr(k.Doc)
+	}
+	return c
+}
+
+// topicConfigEntries describes a topic (ConfigHelper's TOPIC case).
+func (b *Broker) topicConfigEntries(img *metadatacache.Image, topic string, o describeOpts) []kmsg.DescribeConfigsResponseResourceConfig {
+	overrides := img.TopicConfig(topic)
+	perBroker, clusterDefaults := img.BrokerConfig(b.nodeID), img.DefaultBrokerConfig()
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, tk := range config.TopicKeys() {
+		override, overridden := overrides[tk.Name]
+		if tk.Internal && !overridden || !o.want(tk.Name) {
+			continue
 		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		c.Name = tk.Name
-		c.IsSensitive = tk.Sensitive()
 		c.ConfigType = kmsg.ConfigType(tk.Type.DescribeConfigsType())
+		c.IsSensitive = tk.Sensitive()
 		var synonyms []config.ConfigSynonym
-		if v, ok := overrides[tk.Name]; ok {
-			c.Value, c.Source = strPtr(v), kmsg.ConfigSource(config.SourceDynamicTopicConfig)
-			synonyms = append(synonyms, config.ConfigSynonym{Name: tk.Name, Value: v, Source: config.SourceDynamicTopicConfig})
-		} else if len(dynamic) > 0 {
-			c.Value, c.Source = strPtr(dynamicTopicValue(tk, dynamic[0])), kmsg.ConfigSource(dynamic[0].Source)
-		} else if v, src, ok := b.cfg.TopicDefault(tk.Name); ok {
-			c.Value, c.Source = strPtr(v), kmsg.ConfigSource(src)
-		} else {
-			c.Source = kmsg.ConfigSource(config.SourceDefaultConfig)
+		if overridden {
+			c.Value = strPtr(override)
+			synonyms = append(synonyms, config.ConfigSynonym{Name: tk.Name, Value: override, Source: config.SourceDynamicTopicConfig})
+		} else if v, ok := b.cfg.TopicValue(tk, perBroker, clusterDefaults); ok {
+			c.Value = strPtr(v)
+		}
+		if p := tk.PrimaryBrokerSynonym(); p != "" {
+			synonyms = append(synonyms, b.cfg.DescribeSynonyms(p, perBroker, clusterDefaults)...)
+		}
+		c.Source = kmsg.ConfigSource(config.SourceDefaultConfig)
+		if len(synonyms) > 0 {
+			c.Source = kmsg.ConfigSource(synonyms[0].Source)
 		}
 		if c.IsSensitive {
 			c.Value = nil
 		}
-		if r.IncludeSynonyms {
-			synonyms = append(synonyms, dynamic...)
-			synonyms = append(synonyms, b.cfg.TopicSynonyms(tk.Name)...)
+		if o.synonyms {
 			c.ConfigSynonyms = configSynonyms(synonyms, c.IsSensitive)
+		}
+		if o.docs {
+			c.Documentation = strPtr(tk.Doc)
 		}
 		out = append(out, c)
 	}
 	return out
-}
-
-func (b *Broker) brokerConfigEntries(img *metadatacache.Image, name string, r *kmsg.DescribeConfigsRequest, want func(string) bool) []kmsg.DescribeConfigsResponseResourceConfig {
-	perBroker := map[string]string{}
-	if name != "" {
-		perBroker = img.BrokerConfig(b.nodeID)
-	}
-	clusterDefaults := img.DefaultBrokerConfig()
-	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, k := range config.Keys() {
-		if k.Internal || !want(k.Name) {
-			continue
-		}
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name = k.Name
-		c.IsSensitive = k.Sensitive()
-		c.ConfigType = kmsg.ConfigType(k.Type.DescribeConfigsType())
-		var synonyms []config.ConfigSynonym
-		if v, ok := perBroker[k.Name]; ok {
-			synonyms = append(synonyms, config.ConfigSynonym{Name: k.Name, Value: v, Source: config.SourceDynamicBrokerConfig})
-		}
-		if v, ok := clusterDefaults[k.Name]; ok {
-			synonyms = append(synonyms, config.ConfigSynonym{Name: k.Name, Value: v, Source: config.SourceDynamicDefaultBrokerConfig})
-		}
-		if name == "" {
-			// The cluster-default resource lists only what is set dynamically.
-			if len(synonyms) == 0 {
-				continue
-			}
-			c.Value, c.Source = strPtr(synonyms[0].Value), kmsg.ConfigSource(synonyms[0].Source)
-		} else {
-			synonyms = append(synonyms, b.cfg.BrokerSynonyms(k.Name)...)
-			// The key's own value: a dynamic one, else the static or
-			// default value of this very key (never a synonym's: Kafka
-			// reports log.retention.ms as null when only
-			// log.retention.hours is set).
-			switch {
-			case len(synonyms) > 0 && synonyms[0].Source < config.SourceStaticBrokerConfig:
-				c.Value, c.Source = strPtr(synonyms[0].Value), kmsg.ConfigSource(synonyms[0].Source)
-			default:
-				if v, src, ok := b.cfg.Get(k.Name); ok {
-					c.Value, c.Source = strPtr(v), kmsg.ConfigSource(src)
-				} else {
-					c.Source = kmsg.ConfigSource(config.SourceDefaultConfig)
-				}
-			}
-		}
-		// Static keys are read-only; keys that can be changed dynamically
-		// are not distinguished yet, so only dynamic values say so.
-		c.ReadOnly = c.Source >= kmsg.ConfigSource(config.SourceStaticBrokerConfig)
-		if c.IsSensitive {
-			c.Value = nil
-		}
-		if r.IncludeSynonyms {
-			c.ConfigSynonyms = configSynonyms(synonyms, c.IsSensitive)
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// dynamicTopicValue converts a dynamic broker synonym's value into the
-// topic key's unit.
-func dynamicTopicValue(tk config.TopicKey, syn config.ConfigSynonym) string {
-	for _, s := range tk.Synonyms {
-		if s.Name == syn.Name {
-			return s.Convert(syn.Value)
-		}
-	}
-	return syn.Value
 }
 
 func configSynonyms(in []config.ConfigSynonym, sensitive bool) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {

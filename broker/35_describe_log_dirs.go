@@ -1,31 +1,60 @@
 package broker
 
-// DescribeLogDirs: v1-4
+// DescribeLogDirs: v1-5
 //
 // Behavior (replication.ReplicaManager.DescribeLogDirs):
 //   - One entry per log dir (absolute path), with every topic that has logs
 //     there and, of those, the requested partitions (all for a null topic
 //     list): size in bytes, offset lag 0 and is_future false (there are no
-//     future replicas: AlterReplicaLogDirs is not served).
+//     future replicas: AlterReplicaLogDirs moves nothing).
 //   - v4: total and usable bytes of the dir's file system (statfs).
+//   - v5: is_cordoned for the dirs in cordoned.log.dirs (KIP-1066; "*" is
+//     every dir) once the finalized metadata.version is 4.3-IV0 or later,
+//     as Kafka's ReplicaManager.describeLogDirs reads
+//     LogManager.cordonedLogDirs.
 //   - No ACLs yet: the CLUSTER_AUTHORIZATION_FAILED case never arises.
 //
 // Version notes:
 //   - v1: no change (v0 was removed in 4.x); v2: flexible
 //   - v3: top-level error code; v4: total/usable bytes (KIP-827)
-//   - v5 (KIP-1066 is_cordoned) is not served.
+//   - v5: is_cordoned (KIP-1066)
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(35, 1, 4, onBroker, handleDescribeLogDirs) }
+func init() { regKey(35, 1, 5, onBroker, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeLogDirsRequest)
-	return protocol.Response{Msg: b.replicas.DescribeLogDirs(r)}, nil
+	resp := b.replicas.DescribeLogDirs(r)
+	if r.Version >= 5 && b.meta.Image().MetadataVersion() >= metadatacache.MV4_3_IV0 {
+		cordoned := b.cordonedLogDirs()
+		for i := range resp.Dirs {
+			resp.Dirs[i].IsCordoned = cordoned[resp.Dirs[i].Dir]
+		}
+	}
+	return protocol.Response{Msg: resp}, nil
+}
+
+// cordonedLogDirs is cordoned.log.dirs ("*": every log dir) by absolute
+// path.
+func (b *Broker) cordonedLogDirs() map[string]bool {
+	out := map[string]bool{}
+	if b.cfg == nil {
+		return out
+	}
+	for _, d := range b.cfg.CordonedLogDirs() {
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		out[d] = true
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 package broker
 
-// DeleteGroups: v0-2 (group.Coordinator.DeleteGroups)
+// DeleteGroups: v0-3 (group.Coordinator.DeleteGroups)
 //
 // Behavior:
 //   - Per group: GROUP_ID_NOT_FOUND (unknown or dead), NON_EMPTY_GROUP (a
@@ -8,7 +8,10 @@ package broker
 //     COORDINATOR_LOAD_IN_PROGRESS. A deleted group's offsets and metadata
 //     get tombstones in __consumer_offsets.
 //
-// Version notes: v1 no change; v2 flexible.
+// Version notes: v1 no change; v2 flexible; v3 a per-group error message
+// (KIP-1331), which Kafka fills only for streams groups (their internal
+// topics failing to delete) and kgo-broker, without streams groups, leaves
+// null.
 
 import (
 	"context"
@@ -19,7 +22,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(42, 0, 2, onBroker, handleDeleteGroups) }
+func init() { regKey(42, 0, 3, onBroker, handleDeleteGroups) }
 
 func handleDeleteGroups(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DeleteGroupsRequest)

@@ -2,25 +2,29 @@ package broker
 
 // DescribeClientQuotas: v0-1 (client listeners)
 //
-// Behavior (Kafka's ClientQuotasImage.describe, answered by the broker from
-// its metadata image; the quotas are not enforced yet):
-//   - Each filter component names an entity type (user, client-id, ip) with
-//     a match: EXACT (0) a name, DEFAULT (1) the default entity, ANY (2) any
-//     named entity. An entity matches when every component matches one of
-//     its parts; with Strict it must have no other parts.
-//   - A type named twice, an unknown match type or an EXACT match without a
-//     name: INVALID_REQUEST, as Kafka.
+// Behavior (ClientQuotasImage.describe, which a KRaft broker answers from
+// its metadata image):
+//   - The quotas in the image (ClientQuotaRecords; kgo-broker's controller
+//     writes none, a Kafka controller in a mixed cluster may) that match
+//     the filter: EXACT (0) the entity part with that name, DEFAULT (1) the
+//     default entity of the type, SPECIFIED (2) any entity with that type;
+//     strict: entities with exactly the filtered types. No quotas: an empty
+//     (non-null) list.
+//   - INVALID_REQUEST for an empty or repeated entity type, a match string
+//     where the match type forbids one (or none where EXACT needs one), or
+//     ip combined with user or client-id, or an unknown match type;
+//     UNSUPPORTED_VERSION for an entity type other than user, client-id and
+//     ip.
+//   - Quotas are not enforced (no throttling): see docs/STATUS.md.
 //
 // kafka-configs.sh --describe --entity-type users (and clients) reads quotas
 // this way before it describes the users' SCRAM credentials.
 //
-// Version notes:
-//   - v1: flexible
+// Version notes: v1: flexible.
 
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,46 +35,34 @@ import (
 
 func init() { regKey(48, 0, 1, onBroker, handleDescribeClientQuotas) }
 
+// Client quota entity types (ClientQuotaEntity).
+const (
+	quotaEntityUser     = "user"
+	quotaEntityClientID = "client-id"
+	quotaEntityIP       = "ip"
+)
+
 func handleDescribeClientQuotas(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeClientQuotasRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	fail := func(msg string) (protocol.Response, error) {
-		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, &msg
+	exact, typed, err := quotaFilter(r.Components)
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = err.code.Code, strPtr(err.msg)
 		return protocol.Response{Msg: resp}, nil
 	}
-	seen := map[string]bool{}
-	for _, c := range r.Components {
-		if seen[c.EntityType] {
-			return fail(fmt.Sprintf("Entity type %s cannot appear more than once in the filter.", c.EntityType))
-		}
-		seen[c.EntityType] = true
-		switch c.MatchType {
-		case 0:
-			if c.Match == nil {
-				return fail("Request specified MATCH_TYPE_EXACT, but set match string to null.")
-			}
-		case 1, 2:
-		default:
-			return fail(fmt.Sprintf("Unknown match type %d", c.MatchType))
-		}
-	}
-	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // null only with an error
+	resp.ErrorMessage = strPtr("") // Kafka's success answer carries an empty, not a null, message
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for _, q := range b.meta.Image().ClientQuotas() {
-		if !quotaMatches(q, r.Components, r.Strict) {
+		if !quotaMatches(q, exact, typed, r.Strict) {
 			continue
 		}
 		e := kmsg.NewDescribeClientQuotasResponseEntry()
 		for _, part := range q.Entity {
-			ee := kmsg.NewDescribeClientQuotasResponseEntryEntity()
-			ee.Type, ee.Name = part.Type, part.Name
-			e.Entity = append(e.Entity, ee)
+			ent := kmsg.NewDescribeClientQuotasResponseEntryEntity()
+			ent.Type, ent.Name = part.Type, part.Name
+			e.Entity = append(e.Entity, ent)
 		}
-		keys := make([]string, 0, len(q.Values))
-		for k := range q.Values {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(q.Values) {
 			v := kmsg.NewDescribeClientQuotasResponseEntryValue()
 			v.Key, v.Value = k, q.Values[k]
 			e.Values = append(e.Values, v)
@@ -80,33 +72,78 @@ func handleDescribeClientQuotas(ctx context.Context, b *Broker, req *protocol.Re
 	return protocol.Response{Msg: resp}, nil
 }
 
-func quotaMatches(q *metadatacache.ClientQuota, comps []kmsg.DescribeClientQuotasRequestComponent, strict bool) bool {
-	if len(q.Values) == 0 {
-		return false
+type apiError struct {
+	code *kerr.Error
+	msg  string
+}
+
+// quotaFilter validates the filter components as ClientQuotasImage.describe
+// does: exact holds EXACT (name) and DEFAULT (nil) matches by type, typed
+// the SPECIFIED types.
+func quotaFilter(components []kmsg.DescribeClientQuotasRequestComponent) (map[string]*string, map[string]bool, *apiError) {
+	exact, typed := map[string]*string{}, map[string]bool{}
+	invalid := func(format string, args ...any) *apiError {
+		return &apiError{kerr.InvalidRequest, fmt.Sprintf(format, args...)}
 	}
-	parts := map[string]*string{}
-	for _, p := range q.Entity {
-		parts[p.Type] = p.Name
-	}
-	for _, c := range comps {
-		name, ok := parts[c.EntityType]
-		if !ok {
-			return false
+	for _, c := range components {
+		_, isExact := exact[c.EntityType]
+		switch {
+		case c.EntityType == "":
+			return nil, nil, invalid("Invalid empty entity type.")
+		case isExact || typed[c.EntityType]:
+			return nil, nil, invalid("Entity type %s cannot appear more than once in the filter.", c.EntityType)
+		case c.EntityType != quotaEntityIP && c.EntityType != quotaEntityUser && c.EntityType != quotaEntityClientID:
+			return nil, nil, &apiError{kerr.UnsupportedVersion, "Unsupported entity type " + c.EntityType}
 		}
 		switch c.MatchType {
 		case 0:
-			if name == nil || *name != *c.Match {
-				return false
+			if c.Match == nil {
+				return nil, nil, invalid("Request specified MATCH_TYPE_EXACT, but set match string to null.")
 			}
+			exact[c.EntityType] = c.Match
 		case 1:
-			if name != nil {
-				return false
+			if c.Match != nil {
+				return nil, nil, invalid("Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
 			}
+			exact[c.EntityType] = nil
 		case 2:
-			if name == nil {
-				return false
+			if c.Match != nil {
+				return nil, nil, invalid("Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
 			}
+			typed[c.EntityType] = true
+		default:
+			return nil, nil, invalid("Unknown match type %d", c.MatchType)
 		}
 	}
-	return !strict || len(parts) == len(comps)
+	has := func(t string) bool { _, ok := exact[t]; return ok || typed[t] }
+	if has(quotaEntityIP) && (has(quotaEntityUser) || has(quotaEntityClientID)) {
+		return nil, nil, invalid("Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")
+	}
+	return exact, typed, nil
+}
+
+func quotaMatches(q *metadatacache.ClientQuota, exact map[string]*string, typed map[string]bool, strict bool) bool {
+	if strict && len(q.Entity) != len(exact)+len(typed) {
+		return false
+	}
+	part := func(t string) (*string, bool) {
+		for _, p := range q.Entity {
+			if p.Type == t {
+				return p.Name, true
+			}
+		}
+		return nil, false
+	}
+	for t, want := range exact {
+		name, ok := part(t)
+		if !ok || (name == nil) != (want == nil) || (name != nil && *name != *want) {
+			return false
+		}
+	}
+	for t := range typed {
+		if _, ok := part(t); !ok {
+			return false
+		}
+	}
+	return true
 }

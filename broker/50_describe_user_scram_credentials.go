@@ -1,6 +1,6 @@
 package broker
 
-// DescribeUserScramCredentials: v0 (client listeners)
+// DescribeUserScramCredentials: v0 (client and controller listeners)
 //
 // Behavior (Kafka's ScramImage.describe, answered by the broker from its
 // metadata image):
@@ -11,7 +11,10 @@ package broker
 //   - A user named twice: DUPLICATE_RESOURCE "Cannot describe SCRAM
 //     credentials for the same user twice in a single request: <user>".
 //
-// kafka-configs.sh --describe --entity-type users uses it.
+// kafka-configs.sh --describe --entity-type users uses it. Kafka's
+// CONTROLLER listener lists the API too (its listeners include
+// "controller"); kgo-broker answers there from the controller's image as
+// on a client listener.
 
 import (
 	"context"
@@ -23,11 +26,12 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
-func init() { regKey(50, 0, 0, onBroker, handleDescribeUserScramCredentials) }
+func init() { regKey(50, 0, 0, onBoth, handleDescribeUserScramCredentials) }
 
 func handleDescribeUserScramCredentials(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	resp.ErrorMessage = strPtr("") // as Kafka's answer: empty, not null
 	byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
 	for _, c := range b.meta.Image().ScramCredentials() {
 		ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()

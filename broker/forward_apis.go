@@ -11,11 +11,14 @@ package broker
 //	AlterUserScramCredentials v0.
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
-// Kafka 4.4) that kgo-broker serves. Kafka also forwards CreateAcls,
-// DeleteAcls, the delegation token APIs, ElectLeaders,
-// AlterPartitionReassignments, AlterClientQuotas,
-// UnregisterBroker and Add/RemoveRaftVoter; a kgo-broker broker does not
-// serve those on its client listeners, so there is nothing to forward.
+// Kafka 4.4) that kgo-broker's controller serves. UnregisterBroker and
+// Add/RemoveRaftVoter go through forwardOr (forward_local.go): forwarded
+// the same way once the CONTROLLER listener serves them, answered on the
+// broker as Kafka's controller answers while the capability is off until
+// then. Kafka also forwards CreateAcls, DeleteAcls, the delegation token
+// APIs, ElectLeaders, AlterPartitionReassignments and AlterClientQuotas; a
+// kgo-broker broker answers those itself, with Kafka's answers for the
+// capability off (their files say which).
 // Kafka's broker also advertises a forwardable API's versions intersected
 // with the active controller's (ApiVersionsResponse.intersectForwardableApis);
 // kgo-broker advertises its own ranges, which Kafka 4.4's controller serves

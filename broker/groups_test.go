@@ -383,14 +383,15 @@ func TestGroupOffsetCommitThroughput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cl := n.client(t)
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 12, 1, nil, "work"); err != nil {
+	created, err := kadm.NewClient(cl).CreateTopic(ctx, 12, 1, nil, "work")
+	if err != nil {
 		t.Fatal(err)
 	}
 	commit := func(i int) error {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Group, req.Generation = "tput", -1
 		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = "work"
+		rt.Topic, rt.TopicID = "work", created.ID // v10 names the topic by id
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset = int32(i%12), int64(i)
 		rt.Partitions = append(rt.Partitions, rp)
@@ -456,6 +457,7 @@ func TestGroupTxnOffsetCommit(t *testing.T) {
 	// partition added through the transaction coordinator.
 	v4 := kversion.Stable()
 	v4.SetMaxKeyVersion(28, 4)
+	v4.SetMaxKeyVersion(9, 9) // OffsetFetch by topic name (v10 names topics by id)
 	cl := n.client(t, kgo.MaxVersions(v4))
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "x"); err != nil {

@@ -203,6 +203,8 @@ func TestNodeRestartKeepsTopicsAndRecords(t *testing.T) {
 	n.stop(t)
 
 	n2 := startNode(t, dir, nil)
+	// The node is unfenced before the controller makes it leader again.
+	n2.awaitLeader(t, "keep", 0)
 	adm2 := kadm.NewClient(n2.client(t))
 	offs, err := adm2.ListEndOffsets(ctx, "keep")
 	if err != nil {

@@ -30,6 +30,11 @@ type apiEntry struct {
 	min, max int16
 	where    listenerKind
 	handle   handler
+	// hidden APIs are served but not listed in ApiVersions, as Kafka serves
+	// GetTelemetrySubscriptions and PushTelemetry without advertising them
+	// when no metrics reporter receives client telemetry (KIP-714,
+	// ApiVersionsResponse.filterApis).
+	hidden bool
 }
 
 // The registries of client-listener and controller-listener APIs. The same
@@ -44,10 +49,19 @@ var (
 // answers are built from this registry, so a version is advertised only where
 // a handler serves it.
 func regKey(key, min, max int16, where listenerKind, h handler) {
+	register(apiEntry{key: key, min: min, max: max, where: where, handle: h})
+}
+
+// regHiddenKey registers an API that is served but not advertised.
+func regHiddenKey(key, min, max int16, where listenerKind, h handler) {
+	register(apiEntry{key: key, min: min, max: max, where: where, handle: h, hidden: true})
+}
+
+func register(e apiEntry) {
+	key, min, max, where := e.key, e.min, e.max, e.where
 	if min < 0 || max < min {
 		panic(fmt.Sprintf("broker: api key %d has invalid versions %d-%d", key, min, max))
 	}
-	e := apiEntry{key: key, min: min, max: max, where: where, handle: h}
 	for _, reg := range []struct {
 		kind listenerKind
 		m    map[int16]apiEntry
@@ -80,12 +94,15 @@ func (t versionTable) Versions(key int16) (min, max int16, ok bool) {
 	return e.min, e.max, true
 }
 
-// servedKeys lists the API keys served on a listener kind, in key order.
+// servedKeys lists the API keys a listener kind advertises in ApiVersions
+// (every served key but the hidden ones), in key order.
 func servedKeys(where listenerKind) []apiEntry {
 	reg := registry(where)
 	out := make([]apiEntry, 0, len(reg))
 	for _, e := range reg {
-		out = append(out, e)
+		if !e.hidden {
+			out = append(out, e)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
 	return out

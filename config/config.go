@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Source is where a value comes from, with DescribeConfigs' ConfigSource codes.
@@ -72,6 +73,10 @@ type LoadOptions struct {
 	File      string   // server.properties path; "" = none
 	Env       []string // "NAME=value" entries (os.Environ()); KAFKA_* are mapped to keys
 	Overrides []string // "key=value" from --override
+	// Strict refuses keys Kafka does not know (UnknownKeyError) instead of
+	// accepting them as unused (Config.UnknownKeys), kgo-broker's
+	// --strict-config / KGO_STRICT_CONFIG. Apache Kafka accepts them.
+	Strict bool
 }
 
 // ProcessRoles is process.roles.
@@ -117,9 +122,24 @@ type Config struct {
 	LogDirs                []string // log.dirs, else log.dir
 	MetadataLogDir         string   // metadata.log.dir, else the first log dir
 
-	explicit map[string]string // set by defaults file/env/override
+	explicit map[string]string // set by defaults file/env/override (unknown keys too: Kafka's originals)
 	origins  map[string]string // key -> where it was set
 	values   map[string]any    // parsed effective value of every key with a non-null value
+	unknown  []UnknownKey      // explicit keys Kafka does not know, sorted
+
+	originalsOnce sync.Once // Originals, built on first use (describe.go)
+	originalsMap  map[string]string
+}
+
+// UnknownKey is a supplied key Kafka does not know: a plugin's or metrics
+// reporter's setting, a vendor key (confluent.*), a client setting in a
+// shared properties file, a topic-level key. Kafka keeps such keys in its
+// originals (plugins read them; DescribeConfigs lists them with a null,
+// sensitive value) and never fails on them; kgo-broker does the same and
+// warns about each once at startup.
+type UnknownKey struct {
+	Key, Origin string
+	Hint        string // what the key looks like and how to set what was probably meant
 }
 
 // Error is a configuration error naming the key and where its value came from.
@@ -141,7 +161,7 @@ func (e *Error) Error() string {
 	return s
 }
 
-// UnknownKeyError is a key Kafka does not know.
+// UnknownKeyError is a key Kafka does not know, refused by a strict Load.
 type UnknownKeyError struct {
 	Key, Origin, Hint string
 }
@@ -160,7 +180,7 @@ func Load(o LoadOptions) (*Config, error) {
 	values := map[string]string{}
 	origins := map[string]string{}
 	env := FromEnv(o.Env)
-	if o.File == "" && len(env) == 0 {
+	if o.File == "" && !anyKnownKey(env) {
 		for k, v := range SingleNodeDefaults() {
 			values[k], origins[k] = v, OriginDefaults
 		}
@@ -205,7 +225,27 @@ func Load(o LoadOptions) (*Config, error) {
 		k = strings.TrimSpace(k)
 		values[k], origins[k] = v, "--override"
 	}
-	return build(values, origins)
+	return build(values, origins, o.Strict)
+}
+
+// anyKnownKey reports whether an environment setting names a key Kafka
+// knows: only those replace the built-in single-node defaults, so a shell
+// with KAFKA_BOOTSTRAP_SERVERS exported for the client tools still starts
+// a default node.
+func anyKnownKey(env []EnvSetting) bool {
+	for _, e := range env {
+		if IsKnownKey(e.Key) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsKnownKey reports whether Kafka 4.4 knows name as a broker config key
+// (listener- and mechanism-prefixed families included).
+func IsKnownKey(name string) bool {
+	_, ok := brokerIndex[name]
+	return ok || knownPrefixed(name)
 }
 
 // New builds a Config from explicitly set keys (STATIC_BROKER_CONFIG), with
@@ -219,7 +259,7 @@ func New(props map[string]string) (*Config, error) {
 	for k, v := range props {
 		vals[k] = v
 	}
-	return build(vals, origins)
+	return build(vals, origins, false)
 }
 
 // SingleNode returns the configuration of the built-in single-node defaults with
@@ -233,10 +273,10 @@ func SingleNode(overrides map[string]string) (*Config, error) {
 	for k, v := range overrides {
 		vals[k], origins[k] = v, "override"
 	}
-	return build(vals, origins)
+	return build(vals, origins, false)
 }
 
-func build(values, origins map[string]string) (*Config, error) {
+func build(values, origins map[string]string, strict bool) (*Config, error) {
 	c := &Config{explicit: values, origins: origins, values: map[string]any{}}
 	names := make([]string, 0, len(values))
 	for k := range values {
@@ -249,7 +289,12 @@ func build(values, origins map[string]string) (*Config, error) {
 			if knownPrefixed(k) {
 				continue
 			}
-			return nil, unknownKey(k, origins[k])
+			u := unknownKey(k, origins[k])
+			if strict {
+				return nil, u
+			}
+			c.unknown = append(c.unknown, UnknownKey{Key: u.Key, Origin: u.Origin, Hint: u.Hint})
+			continue
 		}
 		v, err := key.Parse(values[k])
 		if err != nil {
@@ -274,7 +319,7 @@ func build(values, origins map[string]string) (*Config, error) {
 	return c, nil
 }
 
-func unknownKey(k, origin string) error {
+func unknownKey(k, origin string) *UnknownKeyError {
 	hint := "Kafka has no broker config with this name"
 	if tk, ok := topicIndex[k]; ok {
 		hint = "this is a topic-level config"
@@ -286,7 +331,7 @@ func unknownKey(k, origin string) error {
 	} else if s := suggest(k); s != "" {
 		hint += fmt.Sprintf("; did you mean '%s'?", s)
 	}
-	hint += ". Fix the name or remove it"
+	hint += ". Fix the name or remove it if it is not meant for a plugin"
 	if strings.HasPrefix(origin, "KAFKA_") {
 		hint += " (KAFKA_* variables map to keys: '_' -> '.', '__' -> '_', '___' -> '-')"
 	}
@@ -400,11 +445,12 @@ func (c *Config) Explicit() map[string]string {
 	return out
 }
 
-// ExplicitNotActedOn lists the explicitly set keys kgo-broker does not act on, sorted.
+// ExplicitNotActedOn lists the explicitly set keys Kafka knows but
+// kgo-broker does not act on, sorted (unknown keys are UnknownKeys).
 func (c *Config) ExplicitNotActedOn() []string {
 	var out []string
 	for k := range c.explicit {
-		if key, ok := brokerIndex[k]; (!ok || !key.Acted) && !actedListenerKey(k) {
+		if key, ok := brokerIndex[k]; (ok && !key.Acted || !ok && knownPrefixed(k)) && !actedListenerKey(k) {
 			out = append(out, k)
 		}
 	}
@@ -412,11 +458,24 @@ func (c *Config) ExplicitNotActedOn() []string {
 	return out
 }
 
-// Redacted returns Explicit with PASSWORD values replaced by "[hidden]", for logs.
+// UnknownKeys lists the supplied keys Kafka does not know, sorted by key.
+func (c *Config) UnknownKeys() []UnknownKey { return append([]UnknownKey(nil), c.unknown...) }
+
+// IsUnknown reports whether name was supplied and Kafka does not know it.
+func (c *Config) IsUnknown(name string) bool {
+	_, set := c.explicit[name]
+	return set && !IsKnownKey(name)
+}
+
+// Redacted returns Explicit with sensitive values replaced by "[hidden]",
+// for logs: PASSWORD keys, keys that look like secrets, and unknown keys,
+// whose type is unknown (Kafka treats those as sensitive:
+// KafkaConfig.maybeSensitive).
 func (c *Config) Redacted() map[string]string {
 	out := c.Explicit()
 	for k := range out {
-		if key, ok := brokerIndex[k]; (ok && key.Sensitive()) || strings.Contains(k, "password") || strings.HasSuffix(k, "jaas.config") {
+		key, ok := brokerIndex[k]
+		if (ok && key.Sensitive()) || c.IsUnknown(k) || strings.Contains(k, "password") || strings.HasSuffix(k, "jaas.config") {
 			out[k] = "[hidden]"
 		}
 	}
@@ -445,4 +504,16 @@ func (c *Config) Listener(name string) (Listener, bool) {
 		}
 	}
 	return Listener{}, false
+}
+
+// CordonedLogDirs is AbstractKafkaConfig.cordonedLogDirs: cordoned.log.dirs,
+// or every log dir when it is "*" (KIP-1066).
+func (c *Config) CordonedLogDirs() []string {
+	dirs := c.List("cordoned.log.dirs")
+	for _, d := range dirs {
+		if d == "*" {
+			return append([]string(nil), c.LogDirs...)
+		}
+	}
+	return dirs
 }

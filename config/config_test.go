@@ -172,11 +172,11 @@ func TestValidationMessages(t *testing.T) {
 		opts LoadOptions
 		want []string
 	}{
-		{"unknown env key", LoadOptions{Env: []string{"KAFKA_FOO_BAR=1"}},
+		{"strict: unknown env key", LoadOptions{Env: []string{"KAFKA_FOO_BAR=1"}, Strict: true},
 			[]string{"unknown config key 'foo.bar' (from KAFKA_FOO_BAR): "}},
-		{"unknown key suggests", LoadOptions{Overrides: []string{"num.partition=1"}},
+		{"strict: unknown key suggests", LoadOptions{Overrides: []string{"num.partition=1"}, Strict: true},
 			[]string{"unknown config key 'num.partition' (from --override)", "did you mean 'num.partitions'?"}},
-		{"topic key in broker config", LoadOptions{Overrides: []string{"retention.ms=1"}},
+		{"strict: topic key in broker config", LoadOptions{Overrides: []string{"retention.ms=1"}, Strict: true},
 			[]string{"'retention.ms'", "topic-level config", "log.retention.ms"}},
 		{"bad int", LoadOptions{Env: []string{"KAFKA_NUM_PARTITIONS=abc"}},
 			[]string{"Invalid value abc for configuration num.partitions: Not a number of type INT (from KAFKA_NUM_PARTITIONS)"}},
@@ -280,7 +280,7 @@ func TestErrorTypes(t *testing.T) {
 	if !errors.As(err, &e) || e.Key != "num.partitions" || e.Origin != "--override" {
 		t.Fatalf("%#v", err)
 	}
-	_, err = Load(LoadOptions{Env: []string{"KAFKA_FOO=1"}})
+	_, err = Load(LoadOptions{Env: []string{"KAFKA_FOO=1"}, Strict: true})
 	var u *UnknownKeyError
 	if !errors.As(err, &u) || u.Key != "foo" || u.Origin != "KAFKA_FOO" {
 		t.Fatalf("%#v", err)
@@ -372,6 +372,79 @@ func TestDockerComposeExampleEnv(t *testing.T) {
 	}
 	if got := c.ExplicitNotActedOn(); !reflect.DeepEqual(got, []string{"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor"}) {
 		t.Fatal(got)
+	}
+}
+
+// TestUnknownKeysAccepted: keys Kafka does not know (a real deployment's
+// plugin, reporter and vendor keys, client settings, topic-level keys)
+// are accepted as Kafka accepts them, listed with where they came from and
+// a hint, kept as originals and hidden in logs; a bad value of a known key
+// still fails, naming the key.
+func TestUnknownKeysAccepted(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "server.properties")
+	props := "process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@localhost:9093\n" +
+		"listeners=PLAINTEXT://:9092,CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n" +
+		"log.dirs=" + t.TempDir() + "\n" +
+		"confluent.license=secret\nmetric.reporters=io.confluent.metrics.reporter.ConfluentMetricsReporter\n" +
+		"confluent.metrics.reporter.bootstrap.servers=localhost:9092\nnum.partition=3\nretention.ms=1000\n"
+	if err := os.WriteFile(file, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(LoadOptions{File: file, Env: []string{"KAFKA_BOOTSTRAP_SERVERS=localhost:9092", "KAFKA_HEAP_OPTS=-Xmx1G", "KAFKA_OPTS=-Dx=y"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range c.UnknownKeys() {
+		got = append(got, u.Key+" <- "+u.Origin)
+		if u.Hint == "" {
+			t.Errorf("%s: no hint", u.Key)
+		}
+	}
+	want := []string{"bootstrap.servers <- KAFKA_BOOTSTRAP_SERVERS", "confluent.license <- server.properties line 7",
+		"confluent.metrics.reporter.bootstrap.servers <- server.properties line 9", "num.partition <- server.properties line 10",
+		"retention.ms <- server.properties line 11"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("unknown keys:\n got %q\nwant %q", got, want)
+	}
+	if u := c.UnknownKeys()[3]; !strings.Contains(u.Hint, "did you mean 'num.partitions'?") {
+		t.Errorf("hint %q", u.Hint)
+	}
+	if v, src, ok := c.Get("confluent.license"); !ok || v != "secret" || src != SourceStaticBrokerConfig || c.Redacted()["confluent.license"] != "[hidden]" {
+		t.Errorf("unknown key kept as an original: %q %v %v, redacted %q", v, src, ok, c.Redacted()["confluent.license"])
+	}
+	for _, k := range c.ExplicitNotActedOn() {
+		if c.IsUnknown(k) {
+			t.Errorf("unknown key %s listed as known but not acted on", k)
+		}
+	}
+	// A bad value of a known key still stops the start, naming the key.
+	_, err = Load(LoadOptions{File: file, Overrides: []string{"num.partitions=many"}})
+	var e *Error
+	if !errors.As(err, &e) || e.Key != "num.partitions" {
+		t.Fatalf("bad value: %v", err)
+	}
+	// Strict mode refuses the first unknown key.
+	_, err = Load(LoadOptions{File: file, Strict: true})
+	var u *UnknownKeyError
+	if !errors.As(err, &u) || u.Key != "confluent.license" {
+		t.Fatalf("strict: %v", err)
+	}
+}
+
+// TestNonConfigEnvKeepsDefaults: KAFKA_* variables that are not server
+// configs (client tools' and the JVM's) do not replace the built-in
+// single-node defaults; a variable naming a server key does.
+func TestNonConfigEnvKeepsDefaults(t *testing.T) {
+	c, err := Load(LoadOptions{Env: []string{"KAFKA_BOOTSTRAP_SERVERS=localhost:9092", "KAFKA_HEAP_OPTS=-Xmx1G", "KAFKA_OPTS=-Dx=y", "KAFKA_JMX_OPTS=-D"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != 1 || c.Origin("node.id") != OriginDefaults || len(c.UnknownKeys()) != 1 {
+		t.Fatalf("node.id %d from %q, unknown %v", c.NodeID, c.Origin("node.id"), c.UnknownKeys())
+	}
+	if _, err := Load(LoadOptions{Env: []string{"KAFKA_NUM_PARTITIONS=3"}}); err == nil {
+		t.Fatal("a server key in the environment kept the defaults (the docker image's rule: then only the variables count)")
 	}
 }
 

@@ -92,8 +92,14 @@ type Key struct {
 	Required   bool   // no default value: Kafka fails with "Missing required configuration"
 	Importance Importance
 	Validator  Validator // nil: any value of the right type
-	Internal   bool      // Kafka-internal key (not listed by DescribeConfigs)
+	Internal   bool      // Kafka-internal key (defineInternal: not listed by DescribeConfigs)
 	Acted      bool      // kgo-broker acts on this key; otherwise accepted and reported as not acted on
+	// Doc is Kafka's documentation of the key (DescribeConfigs v3+), and
+	// Dynamic whether Kafka can change it at runtime (a broker key in
+	// DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS); both from
+	// kafka_config_meta.json (meta_kafka.go).
+	Doc     string
+	Dynamic bool
 }
 
 // Sensitive reports whether the value must be hidden (Kafka reports null for
@@ -199,6 +205,9 @@ var (
 )
 
 func init() {
+	if err := applyKafkaMeta(); err != nil {
+		panic("config: " + err.Error())
+	}
 	for _, name := range actedKeys {
 		found := false
 		for i := range brokerKeys {

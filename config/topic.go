@@ -157,23 +157,6 @@ type ConfigSynonym struct {
 	Source Source
 }
 
-// TopicSynonyms lists, for a topic config that has no per-topic value, the broker
-// synonyms DescribeConfigs reports (without the DYNAMIC_TOPIC_CONFIG entry, which
-// the caller prepends when the topic overrides it): each synonym in priority order
-// with STATIC_BROKER_CONFIG when set, then DEFAULT_CONFIG when it has a default.
-// Values are in the broker key's own unit, as Kafka reports them.
-func (c *Config) TopicSynonyms(topicKey string) []ConfigSynonym {
-	tk, ok := topicIndex[topicKey]
-	if !ok {
-		return nil
-	}
-	var out []ConfigSynonym
-	for _, s := range tk.Synonyms {
-		out = append(out, c.brokerSynonymEntries(s.Name)...)
-	}
-	return out
-}
-
 // TopicDefault returns a topic config's broker-wide default and the source
 // DescribeConfigs reports for it on a topic without an override: STATIC_BROKER_CONFIG
 // when a broker synonym is set explicitly, else DEFAULT_CONFIG.
@@ -199,26 +182,6 @@ func (c *Config) brokerSynonymEntries(name string) []ConfigSynonym {
 	}
 	if bk, ok := brokerIndex[name]; ok && bk.HasDefault {
 		out = append(out, ConfigSynonym{Name: name, Value: bk.Default, Source: SourceDefaultConfig})
-	}
-	return out
-}
-
-// BrokerSynonyms lists the synonyms DescribeConfigs reports for a broker key:
-// for the log.roll.*, log.roll.jitter.*, log.retention.* and log.flush.interval.ms
-// families every member in priority order, else the key itself.
-func (c *Config) BrokerSynonyms(brokerKey string) []ConfigSynonym {
-	group := []string{brokerKey}
-	if t, ok := brokerSynonymOf[brokerKey]; ok {
-		if syn := topicIndex[t].Synonyms; len(syn) > 1 && !(t == "flush.ms" && brokerKey != syn[0].Name) {
-			group = group[:0]
-			for _, s := range syn {
-				group = append(group, s.Name)
-			}
-		}
-	}
-	var out []ConfigSynonym
-	for _, n := range group {
-		out = append(out, c.brokerSynonymEntries(n)...)
 	}
 	return out
 }

@@ -124,21 +124,58 @@ func TestTopicDefaults(t *testing.T) {
 	if c.TopicDefaults()["retention.ms"] != "1234" {
 		t.Fatal(c.TopicDefaults()["retention.ms"])
 	}
-	syn := c.TopicSynonyms("retention.ms")
-	wantSyn := []ConfigSynonym{
+	// DescribeConfigs' synonyms (ConfigHelper.configSynonyms): source by
+	// source, then without the entries before the key's own.
+	all := []ConfigSynonym{
 		{"log.retention.ms", "1234", SourceStaticBrokerConfig},
 		{"log.retention.hours", "1", SourceStaticBrokerConfig},
 		{"log.retention.hours", "168", SourceDefaultConfig},
 	}
-	if !reflect.DeepEqual(syn, wantSyn) {
-		t.Fatalf("%+v", syn)
-	}
-	if got := c.BrokerSynonyms("log.retention.hours"); !reflect.DeepEqual(got, wantSyn) {
+	if got := c.DescribeSynonyms("log.retention.ms", nil, nil); !reflect.DeepEqual(got, all) {
 		t.Fatalf("%+v", got)
 	}
-	if got := c.BrokerSynonyms("num.partitions"); !reflect.DeepEqual(got, []ConfigSynonym{{"num.partitions", "1", SourceStaticBrokerConfig}, {"num.partitions", "1", SourceDefaultConfig}}) {
+	if got := c.DescribeSynonyms("log.retention.hours", nil, nil); !reflect.DeepEqual(got, all[1:]) {
 		t.Fatalf("%+v", got)
 	}
+	if got := c.DescribeSynonyms("log.retention.minutes", nil, nil); got != nil {
+		t.Fatalf("minutes is set nowhere: %+v", got)
+	}
+	dyn := c.DescribeSynonyms("log.retention.ms", map[string]string{"log.retention.hours": "2"}, map[string]string{"log.retention.ms": "5"})
+	wantDyn := append([]ConfigSynonym{{"log.retention.ms", "5", SourceDynamicDefaultBrokerConfig}}, all...)
+	if !reflect.DeepEqual(dyn, wantDyn) {
+		t.Fatalf("dynamic: %+v", dyn)
+	}
+	if got := c.DescribeSynonyms("num.partitions", nil, nil); !reflect.DeepEqual(got, []ConfigSynonym{{"num.partitions", "1", SourceStaticBrokerConfig}, {"num.partitions", "1", SourceDefaultConfig}}) {
+		t.Fatalf("%+v", got)
+	}
+	// log.retention.ms, if set, wins whatever the source of the others.
+	if v, _ := c.TopicValue(topicKeys[indexOfTopicKey("retention.ms")], map[string]string{"log.retention.hours": "2"}, nil); v != "1234" {
+		t.Fatalf("retention.ms %s", v)
+	}
+	if got := BrokerConfigSynonyms("listener.name.sasl_ssl.plain.sasl.jaas.config"); !reflect.DeepEqual(got, []string{"listener.name.sasl_ssl.plain.sasl.jaas.config", "sasl.jaas.config"}) {
+		t.Fatalf("%v", got)
+	}
+	if got := BrokerConfigSynonyms("listener.name.ssl.ssl.keystore.location"); !reflect.DeepEqual(got, []string{"listener.name.ssl.ssl.keystore.location", "ssl.keystore.location"}) {
+		t.Fatalf("%v", got)
+	}
+	if typ, ok := BrokerKeyType("listener.name.ssl.ssl.keystore.password"); !ok || typ != TypePassword || DynamicBrokerKey("listener.name.ssl.ssl.keystore.password") {
+		t.Fatalf("listener override type %v %v", typ, ok)
+	}
+	if typ, _ := BrokerKeyType("log.retention.hours"); typ != TypeInt || DynamicBrokerKey("log.retention.hours") || !DynamicBrokerKey("log.retention.ms") {
+		t.Fatalf("log.retention.hours: %v", typ)
+	}
+	if _, ok := BrokerKeyType("confluent.license"); ok {
+		t.Fatal("an unknown key has a type")
+	}
+}
+
+func indexOfTopicKey(name string) int {
+	for i := range topicKeys {
+		if topicKeys[i].Name == name {
+			return i
+		}
+	}
+	panic(name)
 }
 
 func TestValidateTopicConfig(t *testing.T) {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -311,8 +312,16 @@ func (c *Config) validateRanges() error {
 	for _, d := range c.LogDirs {
 		dirs[d] = true
 	}
+	// "*" cordons every log dir and must stand alone (KafkaConfig.validateValues).
+	cordoned := c.List("cordoned.log.dirs")
+	if slices.Contains(cordoned, "*") {
+		if len(cordoned) != 1 {
+			return c.fail("cordoned.log.dirs", "When cordoned.log.dirs is set to *, it must not contain other values", "")
+		}
+		cordoned = nil
+	}
 	var missingDirs []string
-	for _, d := range c.List("cordoned.log.dirs") {
+	for _, d := range cordoned {
 		if !dirs[filepath.Clean(d)] {
 			missingDirs = append(missingDirs, d)
 		}

@@ -472,6 +472,7 @@ func (c *Controller) unregisterBroker(ctx context.Context, req *kmsg.UnregisterB
 	})
 	if recs == nil {
 		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+		resp.ErrorMessage = newAPIError(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", req.BrokerID).msg // ClusterControlManager's
 		return resp
 	}
 	if _, err := c.write(ctx, recs); err != nil {

@@ -155,17 +155,26 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	return r
 }
 
-// OffsetCommit serves OffsetCommit v2-9.
+// OffsetCommit serves OffsetCommit v2-10. v10 names topics by id (KIP-848):
+// each id is resolved to its name first, and every partition of an id the
+// metadata does not know answers UNKNOWN_TOPIC_ID (KafkaApis.handleOffsetCommitRequest).
 func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	r := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	known := c.topicKnown()
-	for _, t := range req.Topics {
+	var unknownID map[int]bool
+	if req.Version >= 10 {
+		req, unknownID = c.resolveCommitTopicIDs(req)
+	}
+	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if !known(t.Topic, p.Partition) {
+			switch {
+			case unknownID[i]:
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			case !known(t.Topic, p.Partition):
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -192,6 +201,25 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		setAll(err)
 	}
 	return r
+}
+
+// resolveCommitTopicIDs returns a copy of a v10+ OffsetCommit whose topics
+// carry the names of their ids, and the indexes of the topics whose id the
+// metadata does not know.
+func (c *Coordinator) resolveCommitTopicIDs(req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitRequest, map[int]bool) {
+	img := c.cfg.Image()
+	out := *req
+	out.Topics = slices.Clone(req.Topics)
+	unknown := map[int]bool{}
+	for i := range out.Topics {
+		if ti := img.TopicByID(out.Topics[i].TopicID); ti != nil {
+			out.Topics[i].Topic = ti.Name
+		} else {
+			out.Topics[i].Topic = ""
+			unknown[i] = true
+		}
+	}
+	return &out, unknown
 }
 
 // TxnOffsetCommit serves TxnOffsetCommit v0-6: offsets a transactional
@@ -290,11 +318,17 @@ func verifyErr(err error, version int16) error {
 	return appendErr(ke)
 }
 
-// OffsetFetch serves OffsetFetch v1-9 (v8+ several groups; v7+
-// require_stable).
+// OffsetFetch serves OffsetFetch v1-10 (v8+ several groups; v7+
+// require_stable; v10 topics by id).
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	r := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	stable := req.Version >= 7 && req.RequireStable
+	if req.Version >= 10 {
+		for _, g := range req.Groups {
+			r.Groups = append(r.Groups, c.fetchGroupByTopicID(g, stable))
+		}
+		return r
+	}
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
 			rg := kmsg.NewOffsetFetchResponseGroup()
@@ -339,6 +373,60 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		r.Topics = append(r.Topics, rt)
 	}
 	return r
+}
+
+// fetchGroupByTopicID serves one group of an OffsetFetch v10+, whose
+// topics are named by id (KIP-848), as KafkaApis.fetchOffsetsForGroup and
+// fetchAllOffsetsForGroup do: requested ids the metadata does not know
+// answer UNKNOWN_TOPIC_ID on each partition (offset -1); for all topics,
+// each committed topic gets its current id, and topics that no longer
+// exist are left out.
+func (c *Coordinator) fetchGroupByTopicID(g kmsg.OffsetFetchRequestGroup, stable bool) kmsg.OffsetFetchResponseGroup {
+	img := c.cfg.Image()
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = g.Group
+	var topics []kmsg.OffsetFetchRequestTopic
+	for _, t := range g.Topics {
+		if ti := img.TopicByID(t.TopicID); ti != nil {
+			topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: ti.Name, Partitions: t.Partitions})
+		}
+	}
+	ts, err := c.fetchGroup(g.Group, g.MemberID, g.MemberEpoch, topics, g.Topics == nil, stable)
+	if err != nil {
+		rg.ErrorCode = code(err)
+		return rg
+	}
+	byName := map[string]kmsg.OffsetFetchResponseGroupTopic{}
+	for _, t := range ts {
+		byName[t.Topic] = t
+	}
+	if g.Topics == nil {
+		for _, t := range ts {
+			if ti := img.TopicByName(t.Topic); ti != nil {
+				t.TopicID = ti.ID
+				rg.Topics = append(rg.Topics, t)
+			}
+		}
+		return rg
+	}
+	for _, t := range g.Topics {
+		ti := img.TopicByID(t.TopicID)
+		if ti == nil {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := fetched(p, offsetEntry{}, false)
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
+			continue
+		}
+		rt := byName[ti.Name]
+		rt.TopicID = t.TopicID
+		rg.Topics = append(rg.Topics, rt)
+	}
+	return rg
 }
 
 func (c *Coordinator) fetchGroup(group string, memberID *string, epoch int32, topics []kmsg.OffsetFetchRequestTopic, all, stable bool) ([]kmsg.OffsetFetchResponseGroupTopic, error) {

@@ -566,3 +566,44 @@ func TestEmptyClassicGroupOffsetsExpire(t *testing.T) {
 		}
 	})
 }
+
+// TestOffsetsByTopicID: OffsetCommit and OffsetFetch v10 name topics by id
+// (KIP-848); unknown ids answer UNKNOWN_TOPIC_ID, and all-topics fetches
+// carry each topic's id.
+func TestOffsetsByTopicID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		c := commitReq("simple", "", -1, "", 1, 42)
+		c.Version = 10
+		c.Topics[0].TopicID = topicT
+		resp := h.c.OffsetCommit(c)
+		if rt := resp.Topics[0]; rt.TopicID != topicT || rt.Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit by id: %+v", rt)
+		}
+		unknown := commitReq("simple", "", -1, "t", 1, 43) // a name alone means nothing at v10
+		unknown.Version = 10
+		wantErr(t, h.c.OffsetCommit(unknown).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicID)
+		wrongPart := commitReq("simple", "", -1, "", 9, 1)
+		wrongPart.Version, wrongPart.Topics[0].TopicID = 10, topicT
+		wantErr(t, h.c.OffsetCommit(wrongPart).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+
+		f := kmsg.NewPtrOffsetFetchRequest()
+		f.Version = 10
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "simple"
+		g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{TopicID: topicT, Partitions: []int32{0, 1}}, {TopicID: [16]byte{42}, Partitions: []int32{0}}}
+		f.Groups = append(f.Groups, g)
+		fr := h.c.OffsetFetch(f).Groups[0]
+		if len(fr.Topics) != 2 || fr.Topics[0].TopicID != topicT || fr.Topics[0].Partitions[1].Offset != 42 || fr.Topics[0].Partitions[0].Offset != -1 {
+			t.Fatalf("fetch by id: %+v", fr.Topics)
+		}
+		if p := fr.Topics[1].Partitions[0]; fr.Topics[1].TopicID != ([16]byte{42}) || p.ErrorCode != kerr.UnknownTopicID.Code || p.Offset != -1 {
+			t.Fatalf("unknown id: %+v", fr.Topics[1])
+		}
+		f.Groups[0].Topics = nil
+		all := h.c.OffsetFetch(f).Groups[0]
+		if len(all.Topics) != 1 || all.Topics[0].TopicID != topicT || all.Topics[0].Partitions[0].Offset != 42 {
+			t.Fatalf("all topics by id: %+v", all.Topics)
+		}
+	})
+}

@@ -152,6 +152,9 @@ type BrokerOptions struct {
 	// defaults: ports 9092/9093, data under ./data), in the temp dir with HOME
 	// pointing there too.
 	NoConfig bool
+	// Bin is the binary to run instead of the one under test (brokerBin):
+	// the comparison tests run Apache Kafka's reference broker next to it.
+	Bin string
 	// Wrap is a command prefix the binary is started through, e.g.
 	// ["ip", "netns", "exec", "ns1"] (it must exec the binary in place, so
 	// that the pid is the broker's).
@@ -276,9 +279,13 @@ func (b *Broker) Start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	bin := brokerBin
+	if b.opts.Bin != "" {
+		bin = b.opts.Bin
+	}
 	fmt.Fprintf(logf, "\n===== harness: start #%d at %s: %s %s\n", b.runs,
-		time.Now().Format(time.RFC3339Nano), brokerBin, strings.Join(b.Args(), " "))
-	argv := append(append(append([]string(nil), b.opts.Wrap...), brokerBin), b.Args()...)
+		time.Now().Format(time.RFC3339Nano), bin, strings.Join(b.Args(), " "))
+	argv := append(append(append([]string(nil), b.opts.Wrap...), bin), b.Args()...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = b.Dir
 	cmd.Env = append(hermeticEnv(), b.opts.Env...)
@@ -293,7 +300,7 @@ func (b *Broker) Start() {
 	b.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		b.t.Fatalf("broker: start %s: %v", brokerBin, err)
+		b.t.Fatalf("broker: start %s: %v", bin, err)
 	}
 	done := make(chan struct{})
 	b.cmd, b.done, b.waitErr = cmd, done, nil

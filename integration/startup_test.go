@@ -146,36 +146,64 @@ func TestFormat(t *testing.T) {
 	}
 }
 
-// TestUnknownConfigKey: an unknown key fails fast, naming the key, from
-// --override and from server.properties alike.
+// TestUnknownConfigKey: keys Kafka does not know (a real deployment's
+// reporter, vendor and client settings) do not stop the start, from
+// server.properties, --override and KAFKA_* alike, and a shell's JVM and
+// client variables (KAFKA_HEAP_OPTS, KAFKA_OPTS, KAFKA_BOOTSTRAP_SERVERS)
+// do not either: Apache Kafka accepts them, and kgo-broker warns about each
+// unknown key once. A bad value of a known key still stops it, naming the
+// key; --strict-config refuses unknown keys.
 func TestUnknownConfigKey(t *testing.T) {
 	t.Parallel()
-	t.Run("override", func(t *testing.T) {
-		b := NewBroker(t, BrokerOptions{Overrides: map[string]string{"kgo.it.no.such.key": "1"}})
-		b.Start()
-		code := b.WaitExit(15 * time.Second)
-		if code == 0 {
-			t.Errorf("exit code 0 with an unknown config key, want non-zero")
-		}
-		if !strings.Contains(b.Log(), "kgo.it.no.such.key") {
-			t.Errorf("the output does not name the unknown key kgo.it.no.such.key (broker log at the end of the test output)")
-		}
-	})
-	t.Run("server.properties", func(t *testing.T) {
-		b := NewBroker(t, BrokerOptions{})
+	kgo := !strings.Contains(brokerBin, "kafka-reference-broker")
+	t.Run("accepted", func(t *testing.T) {
+		b := NewBroker(t, BrokerOptions{
+			Overrides: map[string]string{"kgo.it.no.such.key": "1"},
+			Env:       []string{"KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092", "KAFKA_HEAP_OPTS=-Xmx512M", "KAFKA_OPTS=-Dkgo.it=1"},
+		})
 		f, err := os.OpenFile(b.Props, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.WriteString("kgo.it.bad.prop.key=1\n")
+		f.WriteString("metric.reporters=\nconfluent.metrics.reporter.bootstrap.servers=127.0.0.1:9092\nconfluent.support.customer.id=anonymous\nkgo.it.bad.prop.key=1\n")
 		f.Close()
 		b.Start()
-		code := b.WaitExit(15 * time.Second)
-		if code == 0 {
-			t.Errorf("exit code 0 with an unknown config key, want non-zero")
+		b.WaitReady()
+		if !kgo {
+			return
 		}
-		if !strings.Contains(b.Log(), "kgo.it.bad.prop.key") {
-			t.Errorf("the output does not name the unknown key kgo.it.bad.prop.key (broker log at the end of the test output)")
+		log := b.Log()
+		for _, k := range []string{"kgo.it.no.such.key", "kgo.it.bad.prop.key", "confluent.metrics.reporter.bootstrap.servers", "confluent.support.customer.id", "bootstrap.servers"} {
+			warn := "The configuration '" + k + "' was supplied but isn't a known config."
+			if n := strings.Count(log, warn); n != 1 {
+				t.Errorf("%q logged %d times, want once (broker log at the end of the test output)", warn, n)
+			}
+		}
+		if strings.Contains(log, "heap.opts") || strings.Contains(log, "'opts'") {
+			t.Errorf("KAFKA_HEAP_OPTS / KAFKA_OPTS were taken for server configs (broker log at the end of the test output)")
+		}
+	})
+	t.Run("bad value of a known key", func(t *testing.T) {
+		b := NewBroker(t, BrokerOptions{Overrides: map[string]string{"num.partitions": "many", "kgo.it.no.such.key": "1"}})
+		b.Start()
+		if code := b.WaitExit(3 * readyTimeout()); code == 0 {
+			t.Errorf("exit code 0 with num.partitions=many, want non-zero")
+		}
+		if !strings.Contains(b.Log(), "num.partitions") {
+			t.Errorf("the output does not name num.partitions (broker log at the end of the test output)")
+		}
+	})
+	if !kgo {
+		return // --strict-config is kgo-broker's
+	}
+	t.Run("strict", func(t *testing.T) {
+		b := NewBroker(t, BrokerOptions{Overrides: map[string]string{"kgo.it.no.such.key": "1"}, Env: []string{"KGO_STRICT_CONFIG=true"}})
+		b.Start()
+		if code := b.WaitExit(15 * time.Second); code == 0 {
+			t.Errorf("exit code 0 with an unknown config key and KGO_STRICT_CONFIG=true, want non-zero")
+		}
+		if !strings.Contains(b.Log(), "unknown config key 'kgo.it.no.such.key'") {
+			t.Errorf("the output does not name the unknown key kgo.it.no.such.key (broker log at the end of the test output)")
 		}
 	})
 }

@@ -14,13 +14,15 @@ const (
 	tsMax           = -3 // v7+
 	tsEarliestLocal = -4 // v8+ (tiered storage)
 	tsLatestTiered  = -5 // v9+ (tiered storage)
+	// v11+ (KIP-1023): the earliest offset not yet uploaded to tiered storage
+	tsEarliestPendingUpload = -6
 
 	replicaConsumer  = -1 // CONSUMER_REPLICA_ID
 	replicaDebugging = -2 // DEBUGGING_REPLICA_ID
 )
 
 // timestampMinVersion is ReplicaManager.timestampMinSupportedVersion.
-var timestampMinVersion = map[int64]int16{tsEarliest: 1, tsLatest: 1, tsMax: 7, tsEarliestLocal: 8, tsLatestTiered: 9}
+var timestampMinVersion = map[int64]int16{tsEarliest: 1, tsLatest: 1, tsMax: 7, tsEarliestLocal: 8, tsLatestTiered: 9, tsEarliestPendingUpload: 11}
 
 func listOffsetsTimestampUnsupported(ts int64, version int16) bool {
 	if ts >= 0 {
@@ -41,8 +43,10 @@ func listOffsetsTimestampUnsupported(ts int64, version int16) bool {
 //   - -1 latest: that bound, with the current leader epoch; -2 earliest and
 //     -4 earliest local: the log start offset with its epoch; -3 max
 //     timestamp and timestamps >= 0: the storage's index lookup, answered
-//     only below the bound (else offset and timestamp -1); -5 latest tiered:
-//     offset -1, epoch -1, since there is no tiered storage;
+//     only below the bound (else offset and timestamp -1); -5 latest tiered
+//     and -6 earliest pending upload: offset -1, epoch -1, since there is no
+//     tiered storage (UnifiedLog.fetchOffsetByTimestamp without remote
+//     storage);
 //   - while a new leader's high watermark is below the start of its epoch,
 //     consumers get OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before)
 //     for anything but the earliest offsets (KIP-207).
@@ -142,7 +146,7 @@ func (p *Partition) offsetForTimestamp(ts int64, consumer, readCommitted bool, c
 		start := p.log.LogStartOffset()
 		e, ok := p.log.EpochForOffset(start)
 		return -1, start, epochOf(e, ok), nil
-	case tsLatestTiered:
+	case tsLatestTiered, tsEarliestPendingUpload:
 		e := int32(-1)
 		return -1, -1, &e, nil
 	}

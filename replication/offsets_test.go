@@ -74,9 +74,16 @@ func TestListOffsets(t *testing.T) {
 				t.Errorf("%s: got %+v want %+v", c.name, got, c.want)
 			}
 		}
-		// Max timestamp needs v7.
+		// Max timestamp needs v7; earliest pending upload (KIP-1023) v11,
+		// and without tiered storage is -1 / -1, as Kafka answers.
 		if got := listOffsets(h, 6, -1, 0, "t", [2]int64{0, -3})[0]; got.err != kerr.UnsupportedVersion.Code {
 			t.Errorf("max timestamp at v6: %+v", got)
+		}
+		if got := listOffsets(h, 10, -1, 0, "t", [2]int64{0, -6})[0]; got.err != kerr.UnsupportedVersion.Code {
+			t.Errorf("earliest pending upload at v10: %+v", got)
+		}
+		if got := listOffsets(h, 11, -1, 0, "t", [2]int64{0, -6})[0]; got != (listed{0, -1, -1, -1, 0}) {
+			t.Errorf("earliest pending upload at v11: %+v", got)
 		}
 		// A partition named twice.
 		for _, got := range listOffsets(h, 9, -1, 0, "t", [2]int64{0, -1}, [2]int64{0, -2}) {

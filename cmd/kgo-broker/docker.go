@@ -6,7 +6,11 @@ package main
 //
 //   - a mounted /mnt/shared/config/server.properties, with the KAFKA_* variables
 //     applied on top (the image appends them to the copied file);
-//   - else, with any KAFKA_* config variable, the variables alone;
+//   - else, with any KAFKA_* variable naming a server config, the variables
+//     alone (the image would also take KAFKA_BOOTSTRAP_SERVERS and the like as
+//     its whole config and then fail on the missing required keys; kgo-broker
+//     counts only the variables that name keys Kafka knows, the others being
+//     warned about as unknown keys);
 //   - else the image's default file /etc/kafka/docker/server.properties.
 //
 // Then it runs the server as `kgo-broker [that file] [args...]`. The other
@@ -56,14 +60,16 @@ func dockerLaunch(args, env []string, secretsDir string, stdout, stderr io.Write
 }
 
 // dockerConfigFile returns the server.properties the image uses: the mounted
-// file if it exists, else none when a KAFKA_* config variable is set, else the
-// default file if it exists.
+// file if it exists, else none when a KAFKA_* variable names a server config,
+// else the default file if it exists.
 func dockerConfigFile(env []string, defaultFile, mountedFile string) string {
 	if dockerFileExists(mountedFile) {
 		return mountedFile
 	}
-	if len(config.FromEnv(env)) > 0 {
-		return ""
+	for _, e := range config.FromEnv(env) {
+		if config.IsKnownKey(e.Key) {
+			return ""
+		}
 	}
 	if dockerFileExists(defaultFile) {
 		return defaultFile

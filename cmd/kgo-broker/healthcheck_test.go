@@ -176,7 +176,7 @@ func TestDockerConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	def, mounted := filepath.Join(dir, "default.properties"), filepath.Join(dir, "mounted.properties")
 	kafkaEnv := []string{"KAFKA_NODE_ID=1"}
-	otherEnv := []string{"CLUSTER_ID=x", "KAFKA_HEAP_OPTS=-Xmx1G", "PATH=/bin"}
+	otherEnv := []string{"CLUSTER_ID=x", "KAFKA_HEAP_OPTS=-Xmx1G", "KAFKA_BOOTSTRAP_SERVERS=b:9092", "PATH=/bin"}
 
 	if got := dockerConfigFile(otherEnv, def, mounted); got != "" {
 		t.Errorf("no files: %q", got)

@@ -18,6 +18,9 @@
 //
 // Logging: --log-format console|json (KGO_LOG_FORMAT), --log-level
 // debug|info|warn|error (KGO_LOG_LEVEL); info on the console by default.
+//
+// Keys Kafka does not know are accepted, as Kafka accepts them, with one
+// warning each; --strict-config (KGO_STRICT_CONFIG=true) refuses them.
 package main
 
 import (
@@ -84,6 +87,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 
 const usage = `Usage:
   kgo-broker [server.properties] [--override key=value ...] [--log-format console|json] [--log-level LEVEL]
+             [--strict-config]
   kgo-broker format -t <cluster-id> -c <server.properties> [--ignore-formatted]
              [--standalone | --no-initial-controllers] [--release-version V]
              [--feature name=level ...]
@@ -93,7 +97,9 @@ const usage = `Usage:
   kgo-broker docker-launch [args...]   (the container image's entrypoint)
 
 Configuration: server.properties < KAFKA_* environment < --override (docs/CONFIG.md).
-Environment: CLUSTER_ID (cluster id for first-start format), KGO_LOG_FORMAT, KGO_LOG_LEVEL.
+Unknown config keys are accepted with a warning; --strict-config refuses them.
+Environment: CLUSTER_ID (cluster id for first-start format), KGO_LOG_FORMAT, KGO_LOG_LEVEL,
+KGO_STRICT_CONFIG (true: as --strict-config).
 `
 
 func versionString() string {
@@ -125,6 +131,9 @@ type serveOptions struct {
 	LogFormat       string
 	LogLevel        string
 	ShutdownTimeout time.Duration
+	// StrictConfig refuses config keys Kafka does not know
+	// (--strict-config, KGO_STRICT_CONFIG=true).
+	StrictConfig bool
 }
 
 func parseServeArgs(args, env []string) (serveOptions, error) {
@@ -132,6 +141,13 @@ func parseServeArgs(args, env []string) (serveOptions, error) {
 		LogFormat:       getenv(env, "KGO_LOG_FORMAT"),
 		LogLevel:        getenv(env, "KGO_LOG_LEVEL"),
 		ShutdownTimeout: 30 * time.Second,
+	}
+	switch v := strings.ToLower(getenv(env, "KGO_STRICT_CONFIG")); v {
+	case "", "false", "0":
+	case "true", "1":
+		o.StrictConfig = true
+	default:
+		return o, fmt.Errorf("KGO_STRICT_CONFIG=%s: use true or false", v)
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -173,6 +189,11 @@ func parseServeArgs(args, env []string) (serveOptions, error) {
 			if err == nil {
 				o.ShutdownTimeout, err = time.ParseDuration(v)
 			}
+		case "--strict-config":
+			if hasVal {
+				err = fmt.Errorf("--strict-config takes no value")
+			}
+			o.StrictConfig = true
 		case "-daemon":
 			err = errors.New("-daemon is not supported: run kgo-broker under a supervisor")
 		default:
@@ -233,15 +254,22 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 	}
 	defer logger.Sync() //nolint:errcheck
 
-	cfg, err := config.Load(config.LoadOptions{File: o.File, Env: env, Overrides: o.Overrides})
+	cfg, err := config.Load(config.LoadOptions{File: o.File, Env: env, Overrides: o.Overrides, Strict: o.StrictConfig})
 	if err != nil {
 		logger.Error("invalid configuration", zap.Error(err))
 		return 1
 	}
+	// Kafka accepts keys it does not know (plugin, reporter and vendor
+	// settings) and keeps them for plugins; kgo-broker says so once per key,
+	// as AbstractConfig.logUnused did.
+	for _, u := range cfg.UnknownKeys() {
+		logger.Warn(fmt.Sprintf("The configuration '%s' was supplied but isn't a known config.", u.Key),
+			zap.String("key", u.Key), zap.String("from", u.Origin), zap.String("hint", u.Hint))
+	}
 	source := o.File
 	if source == "" {
 		source = "environment"
-		if len(config.FromEnv(env)) == 0 {
+		if cfg.Origin("node.id") == config.OriginDefaults {
 			source = config.OriginDefaults
 		}
 	}

@@ -254,6 +254,40 @@ func TestServeFormatsOnFirstStartAndShutsDown(t *testing.T) {
 	}
 }
 
+// TestServeWarnsUnknownKeys: a server.properties from a real deployment
+// (reporter, vendor and client keys) and a shell's KAFKA_* variables that
+// are not server configs start the node, with one warning per unknown key.
+func TestServeWarnsUnknownKeys(t *testing.T) {
+	dir := t.TempDir()
+	props := serverProps(t, dir, "metric.reporters=io.confluent.metrics.reporter.ConfluentMetricsReporter\n"+
+		"confluent.metrics.reporter.bootstrap.servers=localhost:9092\nconfluent.support.metrics.enable=false\n")
+	fn := &fakeNode{}
+	withFakeNode(t, fn)
+	var out, errb bytes.Buffer
+	env := []string{"KAFKA_BOOTSTRAP_SERVERS=localhost:9092", "KAFKA_HEAP_OPTS=-Xmx1G", "KAFKA_OPTS=-Dfoo=bar", "CLUSTER_ID=5L6g3nShT-eMCtK--X86sw"}
+	if code := run([]string{props, "--log-format=json"}, env, &out, &errb); code != 0 || !fn.started {
+		t.Fatalf("exit %d:\n%s", code, errb.String())
+	}
+	logs := errb.String()
+	for _, k := range []string{"bootstrap.servers", "confluent.metrics.reporter.bootstrap.servers", "confluent.support.metrics.enable"} {
+		line := ""
+		for _, l := range strings.Split(logs, "\n") {
+			if strings.Contains(l, `"key":"`+k+`"`) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, `"level":"warn"`) || !strings.Contains(line, "The configuration '"+k+"' was supplied but isn't a known config.") {
+			t.Errorf("no warning for %s:\n%s", k, logs)
+		}
+		if strings.Count(logs, `"key":"`+k+`"`) != 1 {
+			t.Errorf("%s warned about %d times", k, strings.Count(logs, `"key":"`+k+`"`))
+		}
+	}
+	if strings.Contains(logs, "KAFKA_HEAP_OPTS") || strings.Contains(logs, "heap.opts") {
+		t.Errorf("JVM variables are not server configs:\n%s", logs)
+	}
+}
+
 func TestServeRandomClusterIDAndDefaults(t *testing.T) {
 	dir := t.TempDir()
 	fn := &fakeNode{}
@@ -286,7 +320,9 @@ func TestServeFailures(t *testing.T) {
 		{[]string{"--override", "novalue"}, nil, nil, 2, "use --override key=value"},
 		{[]string{props, "--log-format", "xml"}, nil, nil, 2, "unknown log format"},
 		{[]string{props}, []string{"KGO_LOG_LEVEL=loud"}, nil, 2, "unknown log level"},
-		{[]string{props}, []string{"KAFKA_FOO_BAR=1"}, nil, 1, "unknown config key 'foo.bar' (from KAFKA_FOO_BAR)"},
+		{[]string{props, "--strict-config"}, []string{"KAFKA_FOO_BAR=1"}, nil, 1, "unknown config key 'foo.bar' (from KAFKA_FOO_BAR)"},
+		{[]string{props}, []string{"KAFKA_FOO_BAR=1", "KGO_STRICT_CONFIG=true"}, nil, 1, "unknown config key 'foo.bar' (from KAFKA_FOO_BAR)"},
+		{[]string{props}, []string{"KGO_STRICT_CONFIG=maybe"}, nil, 2, "KGO_STRICT_CONFIG=maybe"},
 		{[]string{props, "--override", "node.id=x"}, nil, nil, 1, "Invalid value x for configuration node.id: Not a number of type INT (from --override)"},
 		{[]string{props}, nil, &fakeNode{startErr: errors.New("boom")}, 1, "boom"},
 		{[]string{props}, nil, &fakeNode{shutdErr: errors.New("stuck")}, 1, "stuck"},

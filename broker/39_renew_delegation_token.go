@@ -1,0 +1,27 @@
+package broker
+
+// RenewDelegationToken: v1-2 (client and controller listeners)
+//
+// Behavior (ControllerApis.handleRenewDelegationTokenRequest): on a
+// PLAINTEXT connection, DELEGATION_TOKEN_REQUEST_NOT_ALLOWED with expiry
+// timestamp -1 (see 38_create_delegation_token.go).
+//
+// Version notes: v0 was removed in 4.0 (KIP-896); v2: flexible.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() { regKey(39, 1, 2, onBoth, handleRenewDelegationToken) }
+
+func handleRenewDelegationToken(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	r := req.Msg.(*kmsg.RenewDelegationTokenRequest)
+	resp := r.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
+	resp.ErrorCode, resp.ExpiryTimestamp = kerr.DelegationTokenRequestNotAllowed.Code, -1
+	return protocol.Response{Msg: resp}, nil
+}

@@ -1,0 +1,38 @@
+package broker
+
+// DeleteShareGroupState: v0 (client listeners; sent by share-partition leaders to the
+// share coordinator)
+//
+// Behavior (ShareCoordinatorService with share groups off): no share
+// coordinator runs, so every partition answers NOT_COORDINATOR "Unable to
+// delete share group state: This is not the correct coordinator.", as Kafka's broker
+// does when share.version is 0. Nothing sends it to a kgo-broker cluster
+// (see 76_share_group_heartbeat.go).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() { regKey(86, 0, 0, onBroker, handleDeleteShareGroupState) }
+
+func handleDeleteShareGroupState(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	r := req.Msg.(*kmsg.DeleteShareGroupStateRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
+	for _, t := range r.Topics {
+		rt := kmsg.NewDeleteShareGroupStateResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.NotCoordinator.Code
+			rp.ErrorMessage = strPtr("Unable to delete share group state: This is not the correct coordinator.")
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return protocol.Response{Msg: resp}, nil
+}
