@@ -80,7 +80,7 @@ func (tp faultTopology) options() ClusterOptions {
 type faultKind struct {
 	name  string
 	topo  faultTopology
-	needs string // "netns", "tmpfs" or ""
+	needs string // "netns", "tmpfs", "diskhook" or ""
 	run   func(e *faultEnv) runResult
 }
 
@@ -98,6 +98,10 @@ var faultKinds = []faultKind{
 	// and restart a leader, then SIGSTOP its successor; the successor could
 	// stay out of the ISR for minutes after SIGCONT.
 	{"kill-then-pause-successor", topoCombined, "", (*faultEnv).killThenPauseSuccessor},
+	// The storage fault injection of kgo-broker's test binary
+	// (cmd/kgo-broker/diskfault_invariants.go): no Kafka counterpart.
+	{"slow-disk", topoCombined, "diskhook", (*faultEnv).slowDisk},
+	{"failing-disk", topoCombined, "diskhook", (*faultEnv).failingDisk},
 }
 
 // faultConfig is the suite's configuration from the environment.
@@ -201,12 +205,19 @@ type runResult struct {
 	recover   time.Duration
 	recovered bool
 	note      string
+	// sameLeader: the fault moves no leadership by design (a slow disk):
+	// no new-leader time is recorded.
+	sameLeader bool
+	// failed: the run saw the product do what Kafka would not (reported as
+	// a test error; the cluster may still have recovered).
+	failed string
 }
 
 var (
 	faultEnvOnce   sync.Once
 	netnsReason    string
 	tmpfsReasonStr string
+	diskHookReason string
 )
 
 func TestFaults(t *testing.T) {
@@ -214,6 +225,7 @@ func TestFaults(t *testing.T) {
 	faultEnvOnce.Do(func() {
 		netnsReason = netnsUnavailable()
 		tmpfsReasonStr = tmpfsUnavailable()
+		diskHookReason = diskHookUnavailable()
 	})
 	if cfg.impl == "kafka" {
 		requireKafkaTools(t)
@@ -233,6 +245,13 @@ func TestFaults(t *testing.T) {
 				reason = netnsReason
 			case "tmpfs":
 				reason = tmpfsReasonStr
+			case "diskhook":
+				if cfg.impl == "kafka" {
+					// Not a failure even with KGO_REQUIRE_FAULTS: nothing to
+					// install would make it run.
+					t.Skipf("SKIP: fault %s runs against kgo-broker only: Apache Kafka has no storage fault injection seam (kgo-broker's is in its -tags invariants test binary)", k.name)
+				}
+				reason = diskHookReason
 			}
 			if reason != "" {
 				if cfg.require {
@@ -278,6 +297,8 @@ type faultEnv struct {
 	rng   *rand.Rand
 	kind  faultKind
 	tmpfs map[int32]string
+	// diskCtl: each node's disk fault control file (KGO_TEST_DISK_FAULT_FILE)
+	diskCtl map[int32]string
 
 	recoverTimeout time.Duration
 }
@@ -309,6 +330,14 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 			e.tmpfs[id] = mountTmpfs(t, 256)
 		}
 		o.DataDir = func(id int32) string { return filepath.Join(e.tmpfs[id], "data") }
+	}
+	if k.needs == "diskhook" {
+		ctl := t.TempDir()
+		e.diskCtl = map[int32]string{}
+		for id := int32(1); id <= int32(total); id++ {
+			e.diskCtl[id] = filepath.Join(ctl, fmt.Sprintf("disk-fault-%d", id))
+		}
+		o.NodeEnv = func(id int32) []string { return []string{diskFaultEnv + "=" + e.diskCtl[id]} }
 	}
 	started := time.Now()
 	e.c = StartCluster(t, o)
@@ -342,9 +371,11 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 		time.Sleep(time.Second)
 		r := k.run(e)
 		st.Runs++
-		if r.m.leaderOK {
+		switch {
+		case r.sameLeader:
+		case r.m.leaderOK:
 			st.NewLeaderMs = append(st.NewLeaderMs, r.m.newLeader.Milliseconds())
-		} else {
+		default:
 			st.NoNewLeader++
 		}
 		if r.m.resumeOK {
@@ -357,8 +388,18 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 		} else {
 			st.Stuck++
 		}
+		newLeader := durOrNone(r.m.newLeader, r.m.leaderOK)
+		if r.sameLeader {
+			newLeader = "not expected"
+		}
 		t.Logf("FAULT %s run %d: %s; new leader %s; writes resumed %s; healthy again %s%s", k.name, st.Runs, r.what,
-			durOrNone(r.m.newLeader, r.m.leaderOK), durOrNone(r.m.resume, r.m.resumeOK), durOrNone(r.recover, r.recovered), r.note)
+			newLeader, durOrNone(r.m.resume, r.m.resumeOK), durOrNone(r.recover, r.recovered), r.note)
+		if r.failed != "" {
+			t.Errorf("%s run %d (%s): %s", k.name, st.Runs, r.what, r.failed)
+			if len(st.Notes) < 60 {
+				st.Notes = append(st.Notes, fmt.Sprintf("run %d: %s", st.Runs, r.failed))
+			}
+		}
 		if !r.recovered {
 			t.Errorf("%s run %d (%s): the cluster was not healthy again within the time allowed: %s", k.name, st.Runs, r.what, r.note)
 			if os.Getenv("KGO_FAULT_KEEP_GOING") == "" {
