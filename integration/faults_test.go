@@ -17,10 +17,23 @@ package integration
 //
 // Modes (see README "Tests"):
 //
-//	go test -tags integration -run TestFaults ./integration/   short: 1 run per kind (make test, ~2.5-3.5 min)
+//	go test -tags integration -run TestFaults ./integration/   short: 1 run per kind (make test, ~3-4 min)
 //	make faults                                               long: KGO_FAULT_RUNS per kind (default 40)
-//	make faults KGO_FAULT_RUNS=100                            1,000 runs over the 10 kinds (3-4 hours)
+//	make faults KGO_FAULT_RUNS=100                            1,200 runs over the 12 kinds (3-4 hours)
 //	make faults-reference                                     the same against Apache Kafka 4.4
+//
+// The kinds: kill -9 of a partition leader, of the active controller, of
+// every node; SIGSTOP of a leader, of the active controller, of a leader's
+// successor after a kill and restart; a leader or the active controller
+// cut off from the majority, a leader's packets dropped one way (network
+// namespaces, faults_net_test.go); a leader's log dir full (a tmpfs); a
+// leader's disk slow or failing (faults_disk_test.go: slow-disk, 200-500ms
+// per write and sync for 8s, writes must go on or resume; failing-disk,
+// EIO on every write under the log dir, the node must halt with exit code
+// 1 as Kafka does and rejoin every ISR once restarted on a healthy disk).
+// The two disk kinds need the fault injection of kgo-broker's test binary
+// (make build-invariants, cmd/kgo-broker/diskfault_invariants.go) and skip
+// against Apache Kafka, which has no such seam.
 //
 // Environment: KGO_FAULT_RUNS (runs per kind; unset = short mode),
 // KGO_FAULT_CYCLE (runs per cluster before a fresh one and the checks,
@@ -31,8 +44,10 @@ package integration
 // namespaces: nodes on 127.0.0.<id>, the network kinds skip).
 //
 // Network faults need root, ip netns and iptables (scripts/install-faults.sh);
-// the disk fault needs root (a tmpfs per node). Without netns every node runs
-// on 127.0.0.<id> and only the network kinds skip.
+// the disk-full fault needs root (a tmpfs per node); slow-disk and
+// failing-disk need KGO_BROKER_BIN built with -tags invariants (its build
+// info is read; make faults and make test run that binary). Without netns
+// every node runs on 127.0.0.<id> and only the network kinds skip.
 
 import (
 	"encoding/json"
