@@ -262,3 +262,55 @@ func TestNodeUnreadableMetaProperties(t *testing.T) {
 		t.Fatalf("start with the metadata log dir unreadable: %v", err)
 	}
 }
+
+// A failed write of the metadata log (the raft log, not a partition) halts
+// the node: Kafka's raft IO thread hands the error to its fatal fault
+// handler. Without it the node went on serving with raft stopped.
+func TestNodeMetadataLogWriteErrorIsFatal(t *testing.T) {
+	root := t.TempDir()
+	d1, d2 := filepath.Join(root, "d1"), filepath.Join(root, "d2")
+	for _, d := range []string{d1, d2} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sw vfs.Switch
+	n, addr := newTwoDirNode(t, d1, d2, vfs.NewInjecting(vfs.Default, sw.Inject))
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The raft error comes back from Shutdown too; main halts on Fatal
+	// without one, this only releases the listeners.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = n.Shutdown(ctx)
+	}()
+	meta := filepath.Join(d1, "__cluster_metadata-0") + string(filepath.Separator)
+	sw.Set(func(op vfs.Op) vfs.Fault {
+		if (op.Kind == vfs.OpWrite || op.Kind == vfs.OpSync) && strings.HasPrefix(op.Path, meta) {
+			return vfs.Fault{Err: vfs.ErrInjected}
+		}
+		return vfs.Fault{}
+	})
+	// Creating a topic appends to the metadata log.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	go kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "meta-write-fails")
+	select {
+	case err := <-n.Fatal():
+		if !strings.Contains(err.Error(), "raft") || !strings.Contains(err.Error(), vfs.ErrInjected.Error()) {
+			t.Fatalf("fatal: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the metadata log write failed and the node goes on")
+	}
+	if len(n.logs.OfflineDirs()) != 0 {
+		t.Fatalf("no partition write failed, yet offline dirs %v", n.logs.OfflineDirs())
+	}
+}

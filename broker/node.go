@@ -199,6 +199,12 @@ func (n *Node) start(ctx context.Context) error {
 		DirectoryID: n.nc.DirectoryIDs[cfg.MetadataLogDir],
 		// The voters' controller listener's TLS and SASL.
 		ClientOptions: ctrlOpts,
+		// A metadata log or quorum-state I/O error (or a broken raft
+		// invariant) halts the node, as Kafka's raft IO thread's fatal fault
+		// handler does: the node must not go on with a dead metadata log.
+		OnFatal: func(err error) {
+			n.fail(fmt.Errorf("unexpected error in the raft IO thread: %w", err))
+		},
 		// Transport nil: the raft node owns (and closes) a ClientTransport
 		// to the voters' CONTROLLER endpoints.
 	})

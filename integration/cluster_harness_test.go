@@ -41,6 +41,9 @@ type ClusterOptions struct {
 	Overrides map[string]string
 	// Env is added to every node's environment (KGO_LOG_LEVEL=debug, say).
 	Env []string
+	// NodeEnv, when set, adds node id's own variables after Env (a
+	// per-node control file, say).
+	NodeEnv func(id int32) []string
 	// NoWait returns before the nodes are ready.
 	NoWait bool
 	// FormatArgs, when set, formats every node with `format -t <cluster id>
@@ -111,6 +114,9 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 		id := int32(i + 1)
 		n := &ClusterNode{ID: id, Host: fmt.Sprintf("127.0.0.%d", id), clusterID: c.ClusterID, env: o.Env,
 			interName: o.InterBrokerListener, ctrlDial: o.ControllerDial}
+		if o.NodeEnv != nil {
+			n.env = append(append([]string(nil), o.Env...), o.NodeEnv(id)...)
+		}
 		switch {
 		case i < o.Combined:
 			n.Roles, n.IsBroker, n.IsController = "broker,controller", true, true

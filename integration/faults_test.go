@@ -17,10 +17,23 @@ package integration
 //
 // Modes (see README "Tests"):
 //
-//	go test -tags integration -run TestFaults ./integration/   short: 1 run per kind (make test, ~2.5-3.5 min)
+//	go test -tags integration -run TestFaults ./integration/   short: 1 run per kind (make test, ~3-4 min)
 //	make faults                                               long: KGO_FAULT_RUNS per kind (default 40)
-//	make faults KGO_FAULT_RUNS=100                            1,000 runs over the 10 kinds (3-4 hours)
+//	make faults KGO_FAULT_RUNS=100                            1,200 runs over the 12 kinds (3-4 hours)
 //	make faults-reference                                     the same against Apache Kafka 4.4
+//
+// The kinds: kill -9 of a partition leader, of the active controller, of
+// every node; SIGSTOP of a leader, of the active controller, of a leader's
+// successor after a kill and restart; a leader or the active controller
+// cut off from the majority, a leader's packets dropped one way (network
+// namespaces, faults_net_test.go); a leader's log dir full (a tmpfs); a
+// leader's disk slow or failing (faults_disk_test.go: slow-disk, 200-500ms
+// per write and sync for 8s, writes must go on or resume; failing-disk,
+// EIO on every write under the log dir, the node must halt with exit code
+// 1 as Kafka does and rejoin every ISR once restarted on a healthy disk).
+// The two disk kinds need the fault injection of kgo-broker's test binary
+// (make build-invariants, cmd/kgo-broker/diskfault_invariants.go) and skip
+// against Apache Kafka, which has no such seam.
 //
 // Environment: KGO_FAULT_RUNS (runs per kind; unset = short mode),
 // KGO_FAULT_CYCLE (runs per cluster before a fresh one and the checks,
@@ -31,8 +44,10 @@ package integration
 // namespaces: nodes on 127.0.0.<id>, the network kinds skip).
 //
 // Network faults need root, ip netns and iptables (scripts/install-faults.sh);
-// the disk fault needs root (a tmpfs per node). Without netns every node runs
-// on 127.0.0.<id> and only the network kinds skip.
+// the disk-full fault needs root (a tmpfs per node); slow-disk and
+// failing-disk need KGO_BROKER_BIN built with -tags invariants (its build
+// info is read; make faults and make test run that binary). Without netns
+// every node runs on 127.0.0.<id> and only the network kinds skip.
 
 import (
 	"encoding/json"
@@ -80,7 +95,7 @@ func (tp faultTopology) options() ClusterOptions {
 type faultKind struct {
 	name  string
 	topo  faultTopology
-	needs string // "netns", "tmpfs" or ""
+	needs string // "netns", "tmpfs", "diskhook" or ""
 	run   func(e *faultEnv) runResult
 }
 
@@ -98,6 +113,10 @@ var faultKinds = []faultKind{
 	// and restart a leader, then SIGSTOP its successor; the successor could
 	// stay out of the ISR for minutes after SIGCONT.
 	{"kill-then-pause-successor", topoCombined, "", (*faultEnv).killThenPauseSuccessor},
+	// The storage fault injection of kgo-broker's test binary
+	// (cmd/kgo-broker/diskfault_invariants.go): no Kafka counterpart.
+	{"slow-disk", topoCombined, "diskhook", (*faultEnv).slowDisk},
+	{"failing-disk", topoCombined, "diskhook", (*faultEnv).failingDisk},
 }
 
 // faultConfig is the suite's configuration from the environment.
@@ -201,12 +220,19 @@ type runResult struct {
 	recover   time.Duration
 	recovered bool
 	note      string
+	// sameLeader: the fault moves no leadership by design (a slow disk):
+	// no new-leader time is recorded.
+	sameLeader bool
+	// failed: the run saw the product do what Kafka would not (reported as
+	// a test error; the cluster may still have recovered).
+	failed string
 }
 
 var (
 	faultEnvOnce   sync.Once
 	netnsReason    string
 	tmpfsReasonStr string
+	diskHookReason string
 )
 
 func TestFaults(t *testing.T) {
@@ -214,6 +240,7 @@ func TestFaults(t *testing.T) {
 	faultEnvOnce.Do(func() {
 		netnsReason = netnsUnavailable()
 		tmpfsReasonStr = tmpfsUnavailable()
+		diskHookReason = diskHookUnavailable()
 	})
 	if cfg.impl == "kafka" {
 		requireKafkaTools(t)
@@ -233,6 +260,13 @@ func TestFaults(t *testing.T) {
 				reason = netnsReason
 			case "tmpfs":
 				reason = tmpfsReasonStr
+			case "diskhook":
+				if cfg.impl == "kafka" {
+					// Not a failure even with KGO_REQUIRE_FAULTS: nothing to
+					// install would make it run.
+					t.Skipf("SKIP: fault %s runs against kgo-broker only: Apache Kafka has no storage fault injection seam (kgo-broker's is in its -tags invariants test binary)", k.name)
+				}
+				reason = diskHookReason
 			}
 			if reason != "" {
 				if cfg.require {
@@ -278,6 +312,8 @@ type faultEnv struct {
 	rng   *rand.Rand
 	kind  faultKind
 	tmpfs map[int32]string
+	// diskCtl: each node's disk fault control file (KGO_TEST_DISK_FAULT_FILE)
+	diskCtl map[int32]string
 
 	recoverTimeout time.Duration
 }
@@ -309,6 +345,14 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 			e.tmpfs[id] = mountTmpfs(t, 256)
 		}
 		o.DataDir = func(id int32) string { return filepath.Join(e.tmpfs[id], "data") }
+	}
+	if k.needs == "diskhook" {
+		ctl := t.TempDir()
+		e.diskCtl = map[int32]string{}
+		for id := int32(1); id <= int32(total); id++ {
+			e.diskCtl[id] = filepath.Join(ctl, fmt.Sprintf("disk-fault-%d", id))
+		}
+		o.NodeEnv = func(id int32) []string { return []string{diskFaultEnv + "=" + e.diskCtl[id]} }
 	}
 	started := time.Now()
 	e.c = StartCluster(t, o)
@@ -342,9 +386,11 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 		time.Sleep(time.Second)
 		r := k.run(e)
 		st.Runs++
-		if r.m.leaderOK {
+		switch {
+		case r.sameLeader:
+		case r.m.leaderOK:
 			st.NewLeaderMs = append(st.NewLeaderMs, r.m.newLeader.Milliseconds())
-		} else {
+		default:
 			st.NoNewLeader++
 		}
 		if r.m.resumeOK {
@@ -357,8 +403,18 @@ func runFaultCluster(t *testing.T, cfg faultConfig, k faultKind, runs int, rng *
 		} else {
 			st.Stuck++
 		}
+		newLeader := durOrNone(r.m.newLeader, r.m.leaderOK)
+		if r.sameLeader {
+			newLeader = "not expected"
+		}
 		t.Logf("FAULT %s run %d: %s; new leader %s; writes resumed %s; healthy again %s%s", k.name, st.Runs, r.what,
-			durOrNone(r.m.newLeader, r.m.leaderOK), durOrNone(r.m.resume, r.m.resumeOK), durOrNone(r.recover, r.recovered), r.note)
+			newLeader, durOrNone(r.m.resume, r.m.resumeOK), durOrNone(r.recover, r.recovered), r.note)
+		if r.failed != "" {
+			t.Errorf("%s run %d (%s): %s", k.name, st.Runs, r.what, r.failed)
+			if len(st.Notes) < 60 {
+				st.Notes = append(st.Notes, fmt.Sprintf("run %d: %s", st.Runs, r.failed))
+			}
+		}
 		if !r.recovered {
 			t.Errorf("%s run %d (%s): the cluster was not healthy again within the time allowed: %s", k.name, st.Runs, r.what, r.note)
 			if os.Getenv("KGO_FAULT_KEEP_GOING") == "" {

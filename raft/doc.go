@@ -82,7 +82,9 @@
 // snapshot first (HandleSnapshot) and the batches after it, and the latest
 // snapshot again whenever its next offset falls below the log start. Close
 // resigns (EndQuorumEpoch) and stops. An I/O error or invariant violation
-// stops the node: Append and HandleRequest then return it.
+// stops the node: Append and HandleRequest then return it, and
+// Config.OnFatal is called once (the broker halts, as Kafka's raft IO
+// thread's fatal fault handler does).
 //
 // # Snapshots
 //

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/lockrank"
+	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -69,6 +69,14 @@ type Config struct {
 	// Snapshots: triggers, retention and segment settings (snapshot files
 	// live in the partition dir). The zero value is DefaultSnapshotConfig.
 	Snapshots SnapshotConfig
+	// OnFatal is called once, on a goroutine of its own, when the node
+	// stops for good on an error: a failed write, flush or truncation of
+	// the metadata log or the quorum-state file, an unreadable snapshot, a
+	// broken invariant. Kafka's raft IO thread hands any such error to a
+	// fatal fault handler that halts the process (KafkaRaftClientDriver,
+	// SharedServer's "raft manager" handler, fatal = true); without it the
+	// node would go on serving with a dead metadata log.
+	OnFatal func(error)
 }
 
 // ErrBatchTooLarge is returned by Append for a batch over 8 MiB
@@ -270,6 +278,10 @@ func (n *Node) fail(err error) {
 	}
 	n.failed = err
 	n.log.Error("raft failed", zap.Error(err))
+	if n.cfg.OnFatal != nil {
+		// Not under n.mu: the callback may call back into the node.
+		go n.cfg.OnFatal(err)
+	}
 	for _, a := range n.appends {
 		a.ch <- err
 	}

@@ -219,3 +219,52 @@ func TestNodePowerLoss(t *testing.T) {
 		}
 	})
 }
+
+// A failed write of the metadata log stops the node for good and is
+// reported once through OnFatal (Kafka's raft IO thread halts the process on
+// any error).
+func TestNodeOnFatalAfterWriteError(t *testing.T) {
+	dir := t.TempDir()
+	var sw vfs.Switch
+	cfg := singleVoterConfig(vfs.NewInjecting(vfs.Default, sw.Inject), dir)
+	fatal := make(chan error, 4)
+	cfg.OnFatal = func(err error) { fatal <- err }
+	n, err := NewNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx := context.Background()
+	if _, err := n.Append(ctx, [][]byte{[]byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-fatal:
+		t.Fatalf("OnFatal before any error: %v", err)
+	default:
+	}
+	sw.Set(vfs.FailAfter(vfs.OpWrite, 0, nil))
+	if _, err := n.Append(ctx, [][]byte{[]byte("b")}); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("append on a failing disk: %v, want the injected error", err)
+	}
+	select {
+	case err := <-fatal:
+		if !errors.Is(err, vfs.ErrInjected) {
+			t.Fatalf("OnFatal(%v), want the injected error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnFatal not called after a failed metadata log write")
+	}
+	sw.Set(nil)
+	if _, err := n.Append(ctx, [][]byte{[]byte("c")}); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("append after the failure: %v, want the node to stay failed", err)
+	}
+	select {
+	case err := <-fatal:
+		t.Fatalf("OnFatal called twice (%v)", err)
+	default:
+	}
+}

@@ -41,7 +41,10 @@ var newNode = func(nc nodeConfig) (node, error) {
 		DirectoryIDs:   nc.DirectoryIDs,
 		OfflineLogDirs: nc.OfflineLogDirs,
 		Logger:         nc.Logger,
-		KafkaOpts:      os.Getenv("KAFKA_OPTS"),
+		// nil (vfs.Default) but in the fault suite's test binary
+		// (diskfault_invariants.go).
+		FS:        diskFaultFS(nc.Config, nc.Logger),
+		KafkaOpts: os.Getenv("KAFKA_OPTS"),
 		// Request metrics cost a little per request: only when served.
 		Metrics: metrics != nil,
 	})
