@@ -778,7 +778,7 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment, gen *int64) erro
 		}
 	}
 	base := cleaned.base
-	hasTxn := cleaned.txn.f != nil
+	hasTxn := cleaned.txn.f() != nil
 	suffixes := []string{indexSuffix, timeIndexSuffix}
 	if hasTxn {
 		suffixes = append(suffixes, txnIndexSuffix)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync/atomic"
 
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
@@ -38,9 +39,12 @@ const (
 )
 
 type txnIndex struct {
-	fs      vfs.FS
-	name    string
-	f       vfs.File // nil until the first entry or when loaded read-only
+	fs   vfs.FS
+	name string
+	// file is nil until the first entry or when loaded read-only. It is
+	// set by an append under Log.mu while a background flush (after a
+	// roll, outside Log.mu) may be syncing the same segment: atomic.
+	file    atomic.Pointer[vfs.File]
 	entries []AbortedTxn
 }
 
@@ -66,15 +70,23 @@ func loadTxnIndex(fs vfs.FS, dir string, base int64) (*txnIndex, error) {
 	return ti, nil
 }
 
+// f is the open file, nil if none.
+func (ti *txnIndex) f() vfs.File {
+	if p := ti.file.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 func (ti *txnIndex) open() error {
-	if ti.f != nil {
+	if ti.f() != nil {
 		return nil
 	}
 	f, err := ti.fs.OpenFile(ti.name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return err
 	}
-	ti.f = f
+	ti.file.Store(&f)
 	return nil
 }
 
@@ -88,7 +100,7 @@ func (ti *txnIndex) append(a AbortedTxn) error {
 	be.PutUint64(b[10:], uint64(a.FirstOffset))
 	be.PutUint64(b[18:], uint64(a.LastOffset))
 	be.PutUint64(b[26:], uint64(a.LastStableOffset))
-	if _, err := ti.f.WriteAt(b[:], int64(len(ti.entries))*abortedTxnSize); err != nil {
+	if _, err := ti.f().WriteAt(b[:], int64(len(ti.entries))*abortedTxnSize); err != nil {
 		return err
 	}
 	ti.entries = append(ti.entries, a)
@@ -105,24 +117,26 @@ func (ti *txnIndex) truncateTo(off int64) error {
 	if err := ti.open(); err != nil {
 		return err
 	}
-	return ti.f.Truncate(int64(n) * abortedTxnSize)
+	return ti.f().Truncate(int64(n) * abortedTxnSize)
 }
 
 func (ti *txnIndex) reset() error { return ti.truncateTo(-1 << 62) }
 
 func (ti *txnIndex) sync() error {
-	if ti.f == nil {
+	f := ti.f()
+	if f == nil {
 		return nil
 	}
-	return ti.f.Sync()
+	return f.Sync()
 }
 
 func (ti *txnIndex) close() error {
-	if ti.f == nil {
+	f := ti.f()
+	if f == nil {
 		return nil
 	}
-	err := ti.f.Close()
-	ti.f = nil
+	err := f.Close()
+	ti.file.Store(nil)
 	return err
 }
 
