@@ -26,9 +26,10 @@ var debugNet = os.Getenv("RAFTDEBUG") != ""
 // memNet connects in-process Nodes: a request goes through the kmsg wire
 // encoding to the target's HandleRequest. A cut node neither sends nor receives.
 type memNet struct {
-	mu    sync.Mutex
-	nodes map[int32]*Node
-	cut   map[int32]bool
+	mu     sync.Mutex
+	nodes  map[int32]*Node
+	cut    map[int32]bool
+	byAddr map[string]int32 // bootstrap server address -> node
 }
 
 type memTransport struct {
@@ -36,8 +37,12 @@ type memTransport struct {
 	from int32
 }
 
-func (t *memTransport) Send(ctx context.Context, to int32, req kmsg.Request) (kmsg.Response, error) {
+func (t *memTransport) Send(ctx context.Context, peer Peer, req kmsg.Request) (kmsg.Response, error) {
+	to := peer.ID
 	t.net.mu.Lock()
+	if to < 0 {
+		to = t.net.byAddr[peer.Addr]
+	}
 	n := t.net.nodes[to]
 	cut := t.net.cut[to] || t.net.cut[t.from]
 	t.net.mu.Unlock()
@@ -81,10 +86,11 @@ type testCluster struct {
 }
 
 func newTestCluster(t *testing.T, ids ...int32) *testCluster {
-	c := &testCluster{t: t, net: &memNet{nodes: map[int32]*Node{}, cut: map[int32]bool{}},
+	c := &testCluster{t: t, net: &memNet{nodes: map[int32]*Node{}, cut: map[int32]bool{}, byAddr: map[string]int32{}},
 		voters: map[int32]VoterEndpoint{}, fs: map[int32]vfs.FS{}, nodes: map[int32]*Node{}, lst: map[int32]*recListener{}}
 	for _, id := range ids {
 		c.voters[id] = VoterEndpoint{Host: "localhost", Port: 9000 + int(id)}
+		c.net.byAddr[fmt.Sprintf("localhost:%d", 9000+id)] = id
 		c.fs[id] = vfs.NewMem()
 	}
 	return c

@@ -30,6 +30,16 @@ type harness struct {
 	dropP, dupP float64
 	maxDelay    int64
 
+	// dynamic: kraft.version 1, the initial voters from a bootstrap
+	// checkpoint (format --initial-controllers), every node with an
+	// endpoint, the bootstrap servers the initial voters. endpoints (static
+	// quorums): nodes have endpoints, so kraft.version 0 followers send
+	// UpdateRaftVoter.
+	dynamic   bool
+	endpoints bool
+	autoJoin  bool
+	adminResp []Message // answers to admin requests (AddRaftVoter, ...)
+
 	// global checks
 	leaders   map[int32]int32 // epoch -> leader
 	committed []Entry         // the committed prefix, as batches
@@ -42,6 +52,7 @@ type hnode struct {
 	core *Core
 	up   bool
 	inc  int // incarnation
+	disk int // replaced disks: part of the directory id
 	// durable
 	hs       HardState
 	log      []Entry // from logStart
@@ -63,14 +74,85 @@ type hmsg struct {
 }
 
 func newHarness(t testing.TB, seed int64, voters []int32, observers ...int32) *harness {
+	return newHarnessOpts(t, seed, harnessOpts{}, voters, observers...)
+}
+
+type harnessOpts struct{ dynamic, endpoints, autoJoin bool }
+
+const adminID int32 = -100 // the sender of admin requests (AddRaftVoter, ...)
+
+func newHarnessOpts(t testing.TB, seed int64, o harnessOpts, voters []int32, observers ...int32) *harness {
 	h := &harness{t: t, rng: rand.New(rand.NewSource(seed)), voters: voters, nodes: map[int32]*hnode{},
-		cut: map[[2]int32]bool{}, leaders: map[int32]int32{}, maxRead: 1 << 30, snapChunk: 1 << 20}
+		cut: map[[2]int32]bool{}, leaders: map[int32]int32{}, maxRead: 1 << 30, snapChunk: 1 << 20,
+		dynamic: o.dynamic, endpoints: o.endpoints || o.dynamic, autoJoin: o.autoJoin}
 	for _, id := range append(slices.Clone(voters), observers...) {
 		n := &hnode{id: id, hs: HardState{LeaderID: NoLeader, VotedID: NoLeader}, up: true, snaps: map[OffsetAndEpoch][]byte{}}
 		h.nodes[id] = n
+		if h.dynamic {
+			// format --initial-controllers on every node: the bootstrap
+			// checkpoint holds the initial voters (observers get the same
+			// checkpoint, as --no-initial-controllers nodes have none but
+			// learn the voters from the log; both work).
+			var vs []Voter
+			for _, v := range voters {
+				vs = append(vs, h.voterOf(v, 0))
+			}
+			set, err := NewVoterSet(vs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(voters, id) {
+				n.snaps[bootstrapSnapshotID] = EncodeSnapshotControl(bootstrapSnapshotID, 0, 0, SnapshotControl{KRaftVersion: 1, Voters: &set}, nil)
+			}
+		}
 		h.start(n)
 	}
 	return h
+}
+
+// harness node identities: directory id from the id and the disk, one
+// CONTROLLER endpoint node<id>:9093.
+func dirOf(id int32, disk int) [16]byte {
+	return [16]byte{0: 0xd1, 1: byte(disk), 14: byte(id >> 8), 15: byte(id)}
+}
+
+func endpointOf(id int32) Endpoint {
+	return Endpoint{Name: "CONTROLLER", Host: fmt.Sprintf("node%d", id), Port: 9093}
+}
+
+func (h *harness) voterOf(id int32, disk int) Voter {
+	return Voter{Key: ReplicaKey{ID: id, DirectoryID: dirOf(id, disk)}, Endpoints: []Endpoint{endpointOf(id)}, KRaftMin: 0, KRaftMax: 1}
+}
+
+// controlOf is what a node restores at start: the latest snapshot's control
+// records, then the log's.
+func (h *harness) controlOf(n *hnode) ControlRecords {
+	var out ControlRecords
+	infos := n.snapshotInfos()
+	if len(infos) > 0 {
+		latest := infos[len(infos)-1].ID
+		ctl, err := decodeSnapshotControl(n.snaps[latest])
+		if err != nil {
+			h.t.Fatalf("node %d snapshot %v: %v", n.id, latest, err)
+		}
+		if ctl.KRaftVersion > 0 {
+			out.KRaftVersions = append(out.KRaftVersions, KRaftVersionAt{latest.Offset - 1, ctl.KRaftVersion})
+			if ctl.Voters != nil {
+				out.Voters = append(out.Voters, VotersAt{latest.Offset - 1, *ctl.Voters})
+			}
+		}
+	}
+	hist := controlHistory{kraft: out.KRaftVersions, voters: out.Voters}
+	for _, e := range n.log {
+		recs, err := entryControlRecords(e)
+		if err == nil {
+			err = hist.apply(recs)
+		}
+		if err != nil {
+			h.t.Fatalf("node %d control records: %v", n.id, err)
+		}
+	}
+	return hist.records()
 }
 
 func (h *harness) ids() []int32 {
@@ -95,9 +177,23 @@ func (h *harness) start(n *hnode) {
 		ep.assign(e.Epoch, e.Offset)
 		end = e.LastOffset + 1
 	}
-	c, err := NewCore(CoreConfig{ID: n.id, Voters: h.voters, Rand: rand.New(rand.NewSource(h.rng.Int63())),
+	cc := CoreConfig{ID: n.id, DirectoryID: dirOf(n.id, n.disk), Voters: h.voters, Rand: rand.New(rand.NewSource(h.rng.Int63())),
 		State: n.hs, LogStart: n.logStart, LogEnd: end, Epochs: ep, Snapshots: n.snapshotInfos(), NowMs: h.now,
-		FetchSnapshotMaxBytes: h.snapChunk})
+		FetchSnapshotMaxBytes: h.snapChunk, ListenerName: "CONTROLLER", KRaftMax: 1, CanBecomeVoter: n.id >= 0,
+		AutoJoin: h.autoJoin, Control: h.controlOf(n)}
+	if h.endpoints {
+		cc.LocalEndpoints = []Endpoint{endpointOf(n.id)}
+		var st []Voter
+		for _, v := range h.voters {
+			st = append(st, Voter{Key: ReplicaKey{ID: v}, Endpoints: []Endpoint{endpointOf(v)}})
+			cc.Bootstrap = append(cc.Bootstrap, endpointOf(v))
+		}
+		cc.StaticVoters, _ = NewVoterSet(st...)
+	}
+	if h.dynamic {
+		cc.Voters, cc.StaticVoters = nil, VoterSet{}
+	}
+	c, err := NewCore(cc)
 	if err != nil {
 		h.t.Fatalf("node %d: %v", n.id, err)
 	}
@@ -155,8 +251,13 @@ func (h *harness) process(n *hnode) {
 			h.logf("node %d loads snapshot %d@%d", n.id, s.ID.Offset, s.ID.Epoch)
 			h.snapLoads++
 			n.snaps = map[OffsetAndEpoch][]byte{s.ID: n.part}
+			ctl, err := decodeSnapshotControl(n.part)
+			if err != nil {
+				h.t.Fatalf("node %d: snapshot %v: %v", n.id, s.ID, err)
+			}
 			n.part = nil
 			n.log, n.logStart, n.base = nil, s.ID.Offset, h.snapshotEntries(n, s.ID)
+			h.check(n.core.SnapshotLoaded(s.ID, ctl), n)
 		}
 		for _, m := range rd.Messages {
 			h.sendMsg(n, m)
@@ -252,7 +353,7 @@ func (h *harness) snapshotAt(id int32, truncate bool) (OffsetAndEpoch, bool) {
 	for _, e := range state {
 		recs = append(recs, EncodeEntry(e))
 	}
-	n.snaps[sid] = EncodeSnapshot(sid, state[len(state)-1].AppendTimeMs, h.now, recs)
+	n.snaps[sid] = EncodeSnapshotControl(sid, state[len(state)-1].AppendTimeMs, h.now, n.core.ControlAt(sid.Offset-1), recs)
 	n.core.AddSnapshot(SnapshotInfo{ID: sid, Size: int64(len(n.snaps[sid]))})
 	h.logf("node %d snapshots at %d@%d", id, sid.Offset, sid.Epoch)
 	if truncate && n.core.DeleteBeforeSnapshot(sid) {
@@ -287,6 +388,14 @@ func (h *harness) sendMsg(n *hnode, m Message) {
 			h.t.Fatalf("node %d has no snapshot %v (or not %d bytes)", n.id, *m.SnapshotID, m.ReadTo)
 		}
 		m.Data = slices.Clone(b[m.ReadFrom:m.ReadTo])
+	}
+	if m.To < 0 && m.To != adminID && !m.Type.IsResponse() {
+		// a bootstrap server: by address
+		for id := range h.nodes {
+			if endpointOf(id).Addr() == m.ToAddr {
+				m.To = id
+			}
+		}
 	}
 	hm := hmsg{m: m, at: h.now, seq: h.seq}
 	h.seq++
@@ -324,6 +433,11 @@ func (h *harness) heal() { h.cut = map[[2]int32]bool{} }
 // message was dropped.
 func (h *harness) deliver(hm hmsg) bool {
 	m := hm.m
+	if m.To == adminID {
+		h.logf("%v", m)
+		h.adminResp = append(h.adminResp, m)
+		return true
+	}
 	to := h.nodes[m.To]
 	if to == nil || !to.up || h.isCut(m.From, m.To) {
 		return false
@@ -335,9 +449,27 @@ func (h *harness) deliver(hm hmsg) bool {
 		return false
 	}
 	h.logf("%v", m)
+	if m.Type == MsgApiVersions {
+		// the broker layer answers ApiVersions with the supported kraft.version range
+		from := h.nodes[m.From]
+		resp := Message{Type: MsgApiVersionsResp, From: m.To, To: m.From, ID: m.ID,
+			KRaftRange: &[2]int16{to.core.cfg.KRaftMin, to.core.cfg.KRaftMax}}
+		hm := hmsg{m: resp, at: h.now, seq: h.seq, toInc: from.inc}
+		h.seq++
+		h.queue = append(h.queue, hm)
+		return true
+	}
 	h.check(to.core.Step(m), to)
 	h.process(to)
 	return true
+}
+
+// admin sends an admin request (AddRaftVoter, RemoveRaftVoter) to node id.
+func (h *harness) admin(id int32, m Message) {
+	m.From, m.To = adminID, id
+	h.seq++
+	m.ID = uint64(1_000_000 + h.seq)
+	h.queue = append(h.queue, hmsg{m: m, at: h.now, seq: h.seq, toInc: h.nodes[id].inc})
 }
 
 func (h *harness) tick(id int32) {

@@ -14,16 +14,18 @@ import (
 )
 
 // ClientTransport sends KRaft requests over protocol.Client connections to
-// the voters' CONTROLLER endpoints, one connection per voter, redialled after
-// a failure. Requests on one connection are served in order by the peer, as
-// in Kafka.
+// the peers' CONTROLLER endpoints, one connection per address, redialled
+// after a failure. A request names its address (the core knows the voters'
+// endpoints from the voter set, the leader's from its messages); without
+// one it goes to the static voter of that id. Requests on one connection are
+// served in order by the peer, as in Kafka.
 type ClientTransport struct {
 	voters   map[int32]VoterEndpoint
 	clientID string
 	log      *zap.Logger
 
 	mu     sync.Mutex
-	conns  map[int32]*transportConn
+	conns  map[string]*transportConn
 	closed bool
 }
 
@@ -37,36 +39,40 @@ func NewClientTransport(voters map[int32]VoterEndpoint, clientID string, log *za
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[int32]*transportConn{}}
+	return &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[string]*transportConn{}}
 }
 
 // Send implements Transport.
-func (t *ClientTransport) Send(ctx context.Context, nodeID int32, req kmsg.Request) (kmsg.Response, error) {
-	c, err := t.client(ctx, nodeID)
+func (t *ClientTransport) Send(ctx context.Context, to Peer, req kmsg.Request) (kmsg.Response, error) {
+	addr := to.Addr
+	if addr == "" {
+		ep, ok := t.voters[to.ID]
+		if !ok {
+			return nil, fmt.Errorf("raft: no endpoint for node %d", to.ID)
+		}
+		addr = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+	}
+	c, err := t.client(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := c.Request(ctx, req)
 	if err != nil && c.Err() != nil {
-		t.drop(nodeID, c)
+		t.drop(addr, c)
 	}
 	return resp, err
 }
 
-func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.Client, error) {
-	ep, ok := t.voters[nodeID]
-	if !ok {
-		return nil, fmt.Errorf("raft: no endpoint for node %d", nodeID)
-	}
+func (t *ClientTransport) client(ctx context.Context, addr string) (*protocol.Client, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return nil, ErrClosed
 	}
-	tc := t.conns[nodeID]
+	tc := t.conns[addr]
 	if tc == nil {
 		tc = &transportConn{}
-		t.conns[nodeID] = tc
+		t.conns[addr] = tc
 	}
 	t.mu.Unlock()
 	tc.mu.Lock()
@@ -78,7 +84,7 @@ func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.C
 		tc.c.Close()
 		tc.c = nil
 	}
-	c, err := protocol.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), t.clientID)
+	c, err := protocol.Dial(ctx, addr, t.clientID)
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +99,9 @@ func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.C
 	return c, nil
 }
 
-func (t *ClientTransport) drop(nodeID int32, c *protocol.Client) {
+func (t *ClientTransport) drop(addr string, c *protocol.Client) {
 	t.mu.Lock()
-	tc := t.conns[nodeID]
+	tc := t.conns[addr]
 	t.mu.Unlock()
 	if tc == nil {
 		return
@@ -113,7 +119,7 @@ func (t *ClientTransport) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	conns := t.conns
-	t.conns = map[int32]*transportConn{}
+	t.conns = map[string]*transportConn{}
 	t.mu.Unlock()
 	for _, tc := range conns {
 		tc.mu.Lock()
