@@ -262,7 +262,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		c.role = RoleFollower
 		c.leaderEP = c.voterEndpoints(c.leader)
 		c.startFollowing()
-	case c.votedID == c.id && (c.votedDir == [16]byte{} || c.votedDir == c.dir) && c.isVoter:
+	case c.votedID == c.id && (c.votedDir == [16]byte{} || c.votedDir == c.dir) && c.canCampaign():
 		// Voted for itself: it was a candidate; campaign again in the same epoch.
 		c.role = RoleCandidate
 		c.startCandidacy()
@@ -321,6 +321,31 @@ func endpointAddr(eps []Endpoint, listener string) string {
 		}
 	}
 	return ""
+}
+
+// canCampaign: a voter of the latest voter set may start an election, and
+// so may a voter of the voter set before it while the latest one may be
+// uncommitted (the high watermark has not passed it, or is unknown after a
+// restart): a leader appends a voter set only once the previous one is
+// committed, so that one is. Without this, a leader that appended its own
+// removal and lost its epoch before the removal committed may hold the only
+// up-to-date log of a quorum that then cannot elect anyone (Kafka 4.4 has
+// this hole; openraft fixed it the same way). It counts its own vote only
+// while it is in the latest set, and a leader that is not resigns once that
+// set is committed.
+func (c *Core) canCampaign() bool {
+	if c.isVoter {
+		return true
+	}
+	n := len(c.ctl.voters)
+	if c.id < 0 || n == 0 || c.hw > c.ctl.voters[n-1].Offset {
+		return false
+	}
+	prev := c.ctl.static
+	if n >= 2 {
+		prev = c.ctl.voters[n-2].Voters
+	}
+	return prev.IsVoter(c.localKey())
 }
 
 func (c *Core) isOnlyVoter() bool { return c.ctl.lastVoters().IsOnlyVoter(c.localKey()) }
@@ -587,7 +612,11 @@ func (c *Core) startFollowing() {
 }
 
 func (c *Core) becomeProspective() {
-	if !c.isVoter {
+	if !c.canCampaign() {
+		// no longer a voter (the voter set changed): look for the leader
+		if c.role != RoleUnattached && c.role != RoleFollower {
+			c.becomeUnattached(c.epoch)
+		}
 		return
 	}
 	c.leaveRole()
@@ -640,7 +669,7 @@ func (c *Core) startCandidacy() {
 func (c *Core) countVotes() int {
 	n := 0
 	for id, g := range c.votes {
-		if g && (c.isKnownVoter(id) || id == c.id && c.isVoter) {
+		if g && (id != c.id && c.isKnownVoter(id) || id == c.id && c.isVoter) {
 			n++
 		}
 	}
@@ -970,9 +999,14 @@ func (c *Core) Tick(nowMs int64) error {
 	}
 	switch c.role {
 	case RoleUnattached:
-		if c.isVoter {
+		if c.canCampaign() {
 			if c.now >= c.electionDeadline {
 				c.becomeProspective()
+			} else if len(c.cfg.Bootstrap) > 0 {
+				// KAFKA-17030: an unattached voter fetches from the
+				// bootstrap servers while it waits, to find a leader that
+				// does not count it a voter (pollUnattachedCommon).
+				c.maybeDiscover()
 			}
 		} else {
 			c.maybeDiscover()
@@ -980,6 +1014,10 @@ func (c *Core) Tick(nowMs int64) error {
 	case RoleProspective:
 		if c.now >= c.electionDeadline {
 			c.becomeProspective()
+		} else if len(c.cfg.Bootstrap) > 0 {
+			// Kafka's prospective becomes unattached after a lost
+			// pre-vote, which fetches from the bootstrap servers.
+			c.maybeDiscover()
 		}
 	case RoleCandidate:
 		if c.now >= c.electionDeadline {
@@ -988,7 +1026,7 @@ func (c *Core) Tick(nowMs int64) error {
 		}
 	case RoleFollower:
 		if c.now >= c.fetchDeadline {
-			if c.isVoter {
+			if c.canCampaign() {
 				c.becomeProspective()
 			} else {
 				c.becomeUnattached(c.epoch)
@@ -1006,7 +1044,9 @@ func (c *Core) Tick(nowMs int64) error {
 		c.leaderTick()
 	case RoleResigned:
 		if c.now >= c.electionDeadline {
-			c.becomeProspective()
+			// KafkaRaftClient.pollResigned: the next epoch, so that nobody
+			// keeps following this replica's leadership of the last one.
+			c.becomeUnattached(c.epoch + 1)
 		} else if c.now-c.endSentMs >= c.cfg.RequestTimeoutMs {
 			c.sendEndQuorumEpoch(c.successors)
 		}

@@ -236,7 +236,7 @@ func (c *Core) handleEndQuorumEpoch(m Message) {
 	if m.Epoch > c.epoch {
 		c.becomeUnattached(m.Epoch)
 	}
-	if c.isVoter && (c.role == RoleFollower && c.leader == m.LeaderID || c.role == RoleUnattached) {
+	if c.canCampaign() && (c.role == RoleFollower && c.leader == m.LeaderID || c.role == RoleUnattached) {
 		// The leader resigned: start an election soon, the preferred successors first.
 		pos := slices.IndexFunc(m.PreferredCandidates, func(k ReplicaKey) bool {
 			return k.ID == c.id && (!k.hasDir() || k.DirectoryID == c.dir)
@@ -389,6 +389,10 @@ func (c *Core) maybeAdvanceHW() {
 			c.setHW(cand)
 			c.onHighWatermark()
 		}
+	}
+	if last, ok := c.ctl.lastVotersEntry(); c.role == RoleLeader && !c.isVoter && ok && last.Offset < c.hw {
+		// A leader outside the committed voter set resigns.
+		c.Resign()
 	}
 }
 

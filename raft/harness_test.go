@@ -52,7 +52,8 @@ type hnode struct {
 	core *Core
 	up   bool
 	inc  int // incarnation
-	disk int // replaced disks: part of the directory id
+	disk int    // replaced disks: part of the directory id
+	port uint16 // its CONTROLLER port (0: 9093)
 	// durable
 	hs       HardState
 	log      []Entry // from logStart
@@ -120,6 +121,35 @@ func endpointOf(id int32) Endpoint {
 	return Endpoint{Name: "CONTROLLER", Host: fmt.Sprintf("node%d", id), Port: 9093}
 }
 
+// endpoint is the node's current endpoint (a moved node has another port).
+func (n *hnode) endpoint() Endpoint {
+	e := endpointOf(n.id)
+	if n.port != 0 {
+		e.Port = n.port
+	}
+	return e
+}
+
+// key is the node's current replica key.
+func (n *hnode) key() ReplicaKey { return ReplicaKey{ID: n.id, DirectoryID: dirOf(n.id, n.disk)} }
+
+// voter is the node as a voter entry (what AddRaftVoter names).
+func (n *hnode) voter() Voter {
+	return Voter{Key: n.key(), Endpoints: []Endpoint{n.endpoint()}, KRaftMin: 0, KRaftMax: 1}
+}
+
+// replaceDisk loses the node's whole state: it comes back with a new
+// directory id and an empty log, as an observer until it is added again.
+func (h *harness) replaceDisk(id int32) {
+	n := h.nodes[id]
+	h.crash(id)
+	n.disk++
+	n.hs = HardState{LeaderID: NoLeader, VotedID: NoLeader}
+	n.log, n.logStart, n.base, n.part = nil, 0, nil, nil
+	n.snaps = map[OffsetAndEpoch][]byte{}
+	h.start(n)
+}
+
 func (h *harness) voterOf(id int32, disk int) Voter {
 	return Voter{Key: ReplicaKey{ID: id, DirectoryID: dirOf(id, disk)}, Endpoints: []Endpoint{endpointOf(id)}, KRaftMin: 0, KRaftMax: 1}
 }
@@ -177,16 +207,21 @@ func (h *harness) start(n *hnode) {
 		ep.assign(e.Epoch, e.Offset)
 		end = e.LastOffset + 1
 	}
-	cc := CoreConfig{ID: n.id, DirectoryID: dirOf(n.id, n.disk), Voters: h.voters, Rand: rand.New(rand.NewSource(h.rng.Int63())),
+	cc := CoreConfig{ID: n.id, DirectoryID: n.key().DirectoryID, Voters: h.voters, Rand: rand.New(rand.NewSource(h.rng.Int63())),
 		State: n.hs, LogStart: n.logStart, LogEnd: end, Epochs: ep, Snapshots: n.snapshotInfos(), NowMs: h.now,
 		FetchSnapshotMaxBytes: h.snapChunk, ListenerName: "CONTROLLER", KRaftMax: 1, CanBecomeVoter: n.id >= 0,
 		AutoJoin: h.autoJoin, Control: h.controlOf(n)}
 	if h.endpoints {
-		cc.LocalEndpoints = []Endpoint{endpointOf(n.id)}
+		cc.LocalEndpoints = []Endpoint{n.endpoint()}
 		var st []Voter
 		for _, v := range h.voters {
 			st = append(st, Voter{Key: ReplicaKey{ID: v}, Endpoints: []Endpoint{endpointOf(v)}})
-			cc.Bootstrap = append(cc.Bootstrap, endpointOf(v))
+		}
+		// controller.quorum.bootstrap.servers: every controller, as configured at first
+		for _, id := range h.ids() {
+			if id >= 0 && id != n.id {
+				cc.Bootstrap = append(cc.Bootstrap, h.nodes[id].endpoint())
+			}
 		}
 		cc.StaticVoters, _ = NewVoterSet(st...)
 	}
@@ -392,7 +427,7 @@ func (h *harness) sendMsg(n *hnode, m Message) {
 	if m.To < 0 && m.To != adminID && !m.Type.IsResponse() {
 		// a bootstrap server: by address
 		for id := range h.nodes {
-			if endpointOf(id).Addr() == m.ToAddr {
+			if h.nodes[id].endpoint().Addr() == m.ToAddr {
 				m.To = id
 			}
 		}
@@ -555,7 +590,29 @@ func sameEntry(a, b Entry) bool {
 
 func entryString(e Entry) string {
 	if e.Control {
-		return fmt.Sprintf("[%d]@%d LeaderChange", e.Offset, e.Epoch)
+		var parts []string
+		for i, r := range e.Records {
+			typ := e.ControlType
+			if i < len(e.ControlTypes) {
+				typ = e.ControlTypes[i]
+			}
+			switch typ {
+			case ControlLeaderChange:
+				parts = append(parts, "LeaderChange")
+			case ControlKRaftVersion:
+				v, _ := DecodeKRaftVersionRecord(r)
+				parts = append(parts, fmt.Sprintf("KRaftVersion(%d)", v))
+			case ControlKRaftVoters:
+				vs, _ := DecodeVotersRecord(r)
+				parts = append(parts, "Voters"+votersString(vs))
+			default:
+				parts = append(parts, fmt.Sprintf("Control(%d)", typ))
+			}
+		}
+		if e.Offset == e.LastOffset {
+			return fmt.Sprintf("[%d]@%d %s", e.Offset, e.Epoch, strings.Join(parts, " "))
+		}
+		return fmt.Sprintf("[%d-%d]@%d %s", e.Offset, e.LastOffset, e.Epoch, strings.Join(parts, " "))
 	}
 	var rs []string
 	for _, r := range e.Records {
@@ -565,6 +622,26 @@ func entryString(e Entry) string {
 		return fmt.Sprintf("[%d]@%d %s", e.Offset, e.Epoch, strings.Join(rs, " "))
 	}
 	return fmt.Sprintf("[%d-%d]@%d %s", e.Offset, e.LastOffset, e.Epoch, strings.Join(rs, " "))
+}
+
+// votersString renders a voter set as (1 2:d1 3): ids, with the disk of a
+// directory id when it is not the first.
+func votersString(vs VoterSet) string {
+	var ids []string
+	for _, v := range vs.Voters() {
+		s := fmt.Sprint(v.Key.ID)
+		switch {
+		case !v.Key.hasDir():
+			s += ":-"
+		case v.Key.DirectoryID[1] != 0:
+			s += fmt.Sprintf(":d%d", v.Key.DirectoryID[1])
+		}
+		if len(v.Endpoints) > 0 && v.Endpoints[0].Port != 9093 {
+			s += fmt.Sprintf("@%d", v.Endpoints[0].Port)
+		}
+		ids = append(ids, s)
+	}
+	return "(" + strings.Join(ids, " ") + ")"
 }
 
 // deliverDue delivers every queued message due at or before now, oldest first.
@@ -607,6 +684,12 @@ func (h *harness) statusLine(id int32) string {
 	line := fmt.Sprintf("%d: %s epoch=%d leader=%d voted=%d leo=%d hw=%d", id, st.Role, st.Epoch, st.LeaderID, st.VotedID, st.LogEndOffset, st.HighWatermark)
 	if st.LogStartOffset > 0 {
 		line += fmt.Sprintf(" start=%d", st.LogStartOffset)
+	}
+	if h.dynamic || h.endpoints {
+		line += fmt.Sprintf(" kraft=%d voters=%s", st.KRaftVersion, votersString(st.VoterSet))
+		if !n.core.isVoter {
+			line += " observer"
+		}
 	}
 	return line
 }

@@ -265,6 +265,9 @@ func (m Message) String() string {
 	if m.Error != 0 {
 		s += fmt.Sprintf(" err=%d", m.Error)
 	}
+	if m.ErrorMessage != nil && m.Error != 0 {
+		s += fmt.Sprintf(" msg=%q", *m.ErrorMessage)
+	}
 	return s
 }
 
