@@ -51,7 +51,7 @@ type hnode struct {
 	id   int32
 	core *Core
 	up   bool
-	inc  int // incarnation
+	inc  int    // incarnation
 	disk int    // replaced disks: part of the directory id
 	port uint16 // its CONTROLLER port (0: 9093)
 	// durable
