@@ -52,6 +52,14 @@ func (t *memTransport) Send(ctx context.Context, peer Peer, req kmsg.Request) (k
 	if n == nil || cut {
 		return nil, errors.New("unreachable")
 	}
+	if av, ok := req.(*kmsg.ApiVersionsRequest); ok {
+		// the broker layer's ApiVersions: the supported kraft.version range
+		resp := av.ResponseKind().(*kmsg.ApiVersionsResponse)
+		f := kmsg.NewApiVersionsResponseSupportedFeature()
+		f.Name, f.MinVersion, f.MaxVersion = "kraft.version", 0, MaxKRaftVersion
+		resp.SupportedFeatures = append(resp.SupportedFeatures, f)
+		return resp, nil
+	}
 	dec := kmsg.RequestForKey(req.Key())
 	dec.SetVersion(req.GetVersion())
 	if err := dec.ReadFrom(req.AppendTo(nil)); err != nil {
@@ -76,9 +84,10 @@ func (t *memTransport) Send(ctx context.Context, peer Peer, req kmsg.Request) (k
 }
 
 type testCluster struct {
-	t      *testing.T
-	net    *memNet
-	voters map[int32]VoterEndpoint
+	t       *testing.T
+	net     *memNet
+	dynamic bool // no static voters: bootstrap servers, a bootstrap checkpoint on the initial voters
+	voters  map[int32]VoterEndpoint
 	fs     map[int32]vfs.FS
 	nodes  map[int32]*Node
 	lst    map[int32]*recListener
@@ -97,11 +106,23 @@ func newTestCluster(t *testing.T, ids ...int32) *testCluster {
 }
 
 func (c *testCluster) start(id int32) {
-	n, err := NewNode(Config{NodeID: id, Voters: c.voters, Logger: testLogger(c.t), ClusterID: "cid", MetadataLogDir: "/meta", FS: c.fs[id],
+	cfg := Config{NodeID: id, Voters: c.voters, Logger: testLogger(c.t), ClusterID: "cid", MetadataLogDir: "/meta", FS: c.fs[id],
 		Rand:            rand.New(rand.NewSource(int64(id))),
 		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond,
 		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, TickInterval: 5 * time.Millisecond,
-		Transport: &memTransport{net: c.net, from: id}, Snapshots: c.snap})
+		Transport: &memTransport{net: c.net, from: id}, Snapshots: c.snap,
+		DirectoryID: testDir(id), CanBecomeVoter: true,
+		LocalEndpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: uint16(9000 + id)}}}
+	if c.dynamic {
+		cfg.Voters = nil
+		for bid := range c.voters {
+			cfg.BootstrapServers = append(cfg.BootstrapServers, c.voters[bid])
+		}
+		c.net.mu.Lock()
+		c.net.byAddr[fmt.Sprintf("localhost:%d", 9000+id)] = id
+		c.net.mu.Unlock()
+	}
+	n, err := NewNode(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -114,6 +135,35 @@ func (c *testCluster) start(id int32) {
 		c.t.Fatal(err)
 	}
 	c.nodes[id], c.lst[id] = n, l
+}
+
+func testDir(id int32) [16]byte { return [16]byte{0: 0xd1, 15: byte(id)} }
+
+// testVoter is node id as a voter entry.
+func testVoter(id int32) Voter {
+	return Voter{Key: ReplicaKey{ID: id, DirectoryID: testDir(id)},
+		Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: uint16(9000 + id)}}, KRaftMin: 0, KRaftMax: 1}
+}
+
+// bootstrap writes the checkpoint kafka-storage.sh format --initial-controllers
+// writes (kraft.version 1 and the voters) into id's metadata log dir.
+func (c *testCluster) bootstrap(id int32, voters ...int32) {
+	var vs []Voter
+	for _, v := range voters {
+		vs = append(vs, testVoter(v))
+	}
+	set, err := NewVoterSet(vs...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	dir := partitionDir("/meta")
+	if err := vfs.MkdirAllSync(c.fs[id], dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	b := EncodeSnapshotControl(OffsetAndEpoch{}, 0, 0, SnapshotControl{KRaftVersion: 1, Voters: &set}, nil)
+	if err := vfs.WriteFileAtomic(c.fs[id], dir+"/"+SnapshotFileName(OffsetAndEpoch{}), b); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 func (c *testCluster) stop(id int32) {
