@@ -88,10 +88,10 @@ type testCluster struct {
 	net     *memNet
 	dynamic bool // no static voters: bootstrap servers, a bootstrap checkpoint on the initial voters
 	voters  map[int32]VoterEndpoint
-	fs     map[int32]vfs.FS
-	nodes  map[int32]*Node
-	lst    map[int32]*recListener
-	snap   SnapshotConfig // zero: DefaultSnapshotConfig
+	fs      map[int32]vfs.FS
+	nodes   map[int32]*Node
+	lst     map[int32]*recListener
+	snap    SnapshotConfig // zero: DefaultSnapshotConfig
 }
 
 func newTestCluster(t *testing.T, ids ...int32) *testCluster {
