@@ -285,6 +285,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.alterPartition(ctx, r), nil
 	case *kmsg.UpdateFeaturesRequest:
 		return c.updateFeatures(ctx, r), nil
+	case *kmsg.UnregisterControllerRequest:
+		return c.unregisterController(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -633,6 +635,10 @@ func notController(req kmsg.Request) kmsg.Response {
 				resp.Results = append(resp.Results, res)
 			}
 		}
+		return resp
+	case *kmsg.UnregisterControllerRequest:
+		resp := r.ResponseKind().(*kmsg.UnregisterControllerResponse)
+		resp.ErrorCode = code
 		return resp
 	}
 	return req.ResponseKind()
