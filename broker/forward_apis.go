@@ -5,7 +5,10 @@ package broker
 //
 //	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
 //	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
-//	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2.
+//	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2,
+//	AddRaftVoter v0-1, RemoveRaftVoter v0 (KIP-853: kafka-metadata-quorum.sh
+//	add-controller / remove-controller with --bootstrap-server),
+//	UnregisterController v0.
 //
 // The request goes to the controller at the version the client used, so
 // the controller's answer has exactly the fields that version carries. If no
@@ -33,6 +36,9 @@ func init() {
 	regKey(46, 0, 0, onBroker, handleForwarded) // ListPartitionReassignments
 	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
 	regKey(57, 0, 2, onBroker, handleForwarded) // UpdateFeatures
+	regKey(80, 0, 1, onBroker, handleForwarded) // AddRaftVoter
+	regKey(81, 0, 0, onBroker, handleForwarded) // RemoveRaftVoter
+	regKey(94, 0, 0, onBroker, handleForwarded) // UnregisterController
 }
 
 // forwardTimeout bounds a forwarded request when it carries no timeout of
@@ -115,6 +121,12 @@ func timedOut(r kmsg.Request) kmsg.Response {
 				out.Results = append(out.Results, res)
 			}
 		}
+	case *kmsg.AddRaftVoterRequest:
+		resp.(*kmsg.AddRaftVoterResponse).ErrorCode = code
+	case *kmsg.RemoveRaftVoterRequest:
+		resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode = code
+	case *kmsg.UnregisterControllerRequest:
+		resp.(*kmsg.UnregisterControllerResponse).ErrorCode = code
 	}
 	return resp
 }
