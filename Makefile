@@ -1,11 +1,17 @@
 # kgo-broker: build, test, run.
 GO ?= go
 BIN := bin/kgo-broker
+# The binary the integration suite runs in CI: kgo-broker with -tags invariants,
+# so that a broken invariant or lock order (docs/LOCKING.md) panics the broker.
+INVARIANTS_BIN := bin/invariants/kgo-broker
 
-.PHONY: build test unit integration integration-reference faults faults-reference fuzz run clean tools bench docker
+.PHONY: build build-invariants test unit integration integration-reference faults faults-reference fuzz run clean tools bench docker
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kgo-broker
+
+build-invariants:
+	CGO_ENABLED=0 $(GO) build -trimpath -tags invariants -o $(INVARIANTS_BIN) ./cmd/kgo-broker
 
 run: build
 	./$(BIN)
@@ -21,8 +27,8 @@ unit:
 fuzz:
 	./scripts/fuzz.sh
 
-integration: build tools
-	$(GO) test -count=1 -timeout 30m -tags integration ./integration/...
+integration: build-invariants tools
+	KGO_BROKER_BIN=$(INVARIANTS_BIN) $(GO) test -count=1 -timeout 30m -tags integration ./integration/...
 
 # The integration suite against Apache Kafka itself (kafka.Kafka from the same jars,
 # behind kgo-broker's command line): checks the tests, not kgo-broker. Expected

@@ -1,3 +1,5 @@
-// Package archtest holds no code: its test checks that project packages
-// import only the rooms below them, as docs/ARCHITECTURE.md draws them.
+// Package archtest holds no code: its tests check that project packages
+// import only the rooms below them, as docs/ARCHITECTURE.md draws them, and
+// that product code declares no sync.Mutex or sync.RWMutex, only lockrank's
+// (docs/LOCKING.md).
 package archtest

@@ -15,18 +15,20 @@ const module = "github.com/kgo-broker/kgo-broker/"
 // allowed lists, for each room, the project packages its non-test files may
 // import (docs/ARCHITECTURE.md, "Allowed imports").
 var allowed = map[string][]string{
-	"lockrank":      {},
-	"storage/vfs":   {},
-	"protocol":      {},
-	"config":        {},
-	"metadatacache": {},
-	"coordinator":   {},
-	"storage":       {"storage/vfs"},
-	"raft":          {"storage", "storage/vfs", "protocol"},
-	"controller":    {"raft", "metadatacache", "config"},
-	"replication":   {"storage", "storage/vfs", "metadatacache", "protocol"},
-	"group":         {"coordinator", "metadatacache", "config"},
-	"txn":           {"coordinator", "metadatacache", "config"},
+	"lockrank":              {},
+	"storage/vfs":           {},
+	"protocol":              {},
+	"config":                {},
+	"metadatacache":         {},
+	"coordinator":           {},
+	"storage":               {"storage/vfs"},
+	"raft":                  {"storage", "storage/vfs", "protocol"},
+	"security":              {"protocol"},
+	"security/securitytest": {},
+	"controller":            {"raft", "metadatacache", "config", "security"},
+	"replication":           {"storage", "storage/vfs", "metadatacache", "protocol"},
+	"group":                 {"coordinator", "metadatacache", "config"},
+	"txn":                   {"coordinator", "metadatacache", "config"},
 }
 
 // everywhere may be imported by every room: the ranked mutexes of

@@ -394,10 +394,11 @@ func renderMarkdown(rp *report) string {
 	w("| Apache Kafka | %s (kafka.Kafka from the Maven Central jars, via scripts/kafka-tool); %s |\n", rp.Versions["kafka"], rp.Versions["java"])
 	w("| bench | %s; tools are Apache Kafka %s's perf tools (ProducerPerformance, ConsumerPerformance, EndToEndLatency, -Xmx512M / -Xmx256M) |\n", rp.Versions["go"], rp.Versions["kafka"])
 	w("| sizes | 1 KiB runs %s records, 100 B runs %s records, e2e %d round trips; %d repetition(s) |\n", itoa(rp.Records1K), itoa(rp.Records100B), rp.E2ERecords, rp.N)
-	w("| brokers | both single combined KRaft nodes (process.roles=broker,controller, static voter on the CONTROLLER listener), PLAINTEXT on 127.0.0.1, each on its own pair of ports; storage formatted before the timed start (kafka-storage.sh format / kgo-broker format); identical server.properties (below) apart from ports and log.dirs; logs at WARN |\n")
+	w("| brokers | both single combined KRaft nodes (process.roles=broker,controller, static voter on the CONTROLLER listener), PLAINTEXT on 127.0.0.1 (and SSL with the same PKCS12 test keystore for the ssl-* scenarios), each on its own ports; storage formatted before the timed start (kafka-storage.sh format / kgo-broker format); identical server.properties (below) apart from ports and log.dirs; logs at WARN |\n")
 	w("| flush policy | Kafka's default for both: log.flush.interval.messages=Long.MAX, no flush timer; segments fsynced when rolled; the `flush.messages=1` scenario sets that topic config on its topic (an fsync before every acknowledgement) |\n")
 	w("| procedure | per repetition: fresh data dirs, start both brokers, one unreported warm-up produce run on each, then every scenario against one broker and then the other (order flips every repetition), a new topic per run (RF 1); both brokers stay up, the idle one uses next to no CPU |\n")
-	w("\n<details><summary>server.properties</summary>\n\n```properties\n%s```\n</details>\n\n", serverProperties(19092, 19093, "<tmp>/r<rep>-<broker>/data"))
+	w("\n<details><summary>server.properties</summary>\n\n```properties\n%s```\n</details>\n\n", serverProperties(19092, 19093, 19094, "<tmp>/r<rep>-<broker>/data",
+		&benchCerts{Keystore: "<tmp>/certs/broker.keystore.p12", Password: "<test password>"}))
 
 	// Raw.
 	w("<details><summary>Every run</summary>\n\n")

@@ -41,6 +41,9 @@ type scenario struct {
 	// PerTxn is the number of records per transaction of a txn-commit
 	// scenario (franz-go: begin, produce, commit, one after another).
 	PerTxn int
+	// SSL runs the tool against the SSL listener with the test truststore
+	// (--command-config; tls.go).
+	SSL bool
 }
 
 func sizeName(n int) string {
@@ -96,6 +99,14 @@ func scenarios(s settings) []scenario {
 			Size: 1024, Parts: 8, Records: s.Records1K, Source: "produce-1k-acks1-p8"},
 		scenario{ID: "e2e-1k-acks1", Kind: "e2e", Title: "e2e latency 1 KiB acks=1 (kafka-e2e-latency.sh)",
 			Size: 1024, Acks: "1", Parts: 1, Records: int64(s.E2ERecords)},
+	)
+	// TLS: the same tools over both brokers' SSL listener (same PKCS12
+	// keystore, TLS 1.3 by default on both).
+	out = append(out,
+		scenario{ID: "ssl-produce-1k-acks1-p8", Kind: "produce", Title: "produce 1 KiB acks=1 p=8 over SSL",
+			Size: 1024, Acks: "1", Parts: 8, Records: s.Records1K, SSL: true},
+		scenario{ID: "ssl-consume-1k-p8", Kind: "consume", Title: "consume 1 KiB p=8 over SSL (consumer-perf-test, group)",
+			Size: 1024, Parts: 8, Records: s.Records1K, Source: "ssl-produce-1k-acks1-p8", SSL: true},
 	)
 	if s.Only != nil {
 		keep := out[:0]
@@ -317,15 +328,26 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 	}
 	sys0, self0 := systemBusy(), selfCPU()
 	var tr toolRun
+	addr := b.Addr
+	var clientConfig []string
+	if sc.SSL {
+		c, err := sslCerts("")
+		if err != nil {
+			r.NA = "error: " + err.Error()
+			return r
+		}
+		addr, clientConfig = b.SSLAddr, []string{"--command-config", c.ClientConfig}
+	}
 	switch sc.Kind {
 	case "produce":
 		acksProps := []string{"acks=1", "enable.idempotence=false"}
 		if sc.Acks == "all" {
 			acksProps = []string{"acks=all", "enable.idempotence=true"}
 		}
-		args := []string{"kafka-producer-perf-test.sh", "--bootstrap-server", b.Addr, "--topic", topic,
+		args := append([]string{"kafka-producer-perf-test.sh", "--bootstrap-server", addr}, clientConfig...)
+		args = append(args, "--topic", topic,
 			"--num-records", strconv.FormatInt(sc.Records, 10), "--record-size", strconv.Itoa(sc.Size),
-			"--throughput", "-1", "--command-property"}
+			"--throughput", "-1", "--command-property")
 		args = append(args, acksProps...)
 		args = append(args, "client.id=kgo-bench")
 		if sc.TxnMs > 0 {
@@ -345,10 +367,10 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 			r.AvgMs, r.P50, r.P99, r.P999, r.MaxMs = latencyStats(lat)
 		}
 	case "consume":
-		tr = runTool(ctx, s, s.ToolTimeout, "kafka-consumer-perf-test.sh", "--bootstrap-server", b.Addr,
-			"--topic", topic, "--num-records", strconv.FormatInt(sc.Records, 10),
+		args := append([]string{"kafka-consumer-perf-test.sh", "--bootstrap-server", addr}, clientConfig...)
+		tr = runTool(ctx, s, s.ToolTimeout, append(args, "--topic", topic, "--num-records", strconv.FormatInt(sc.Records, 10),
 			"--group", fmt.Sprintf("kgo-bench-%d-%d", rep, time.Now().UnixNano()), "--timeout", "30000",
-			"--command-property", "auto.offset.reset=earliest")
+			"--command-property", "auto.offset.reset=earliest")...)
 		r.Bytes = float64(sc.Records) * float64(sc.Size)
 	case "fetch":
 		t0 := time.Now()

@@ -27,12 +27,12 @@ package broker
 import (
 	"context"
 	"sort"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
@@ -190,7 +190,7 @@ func (b *Broker) autoCreateTopics(names []string) {
 // inflightTopics is the set of topics whose auto-creation was sent to the
 // controller and not answered yet.
 type inflightTopics struct {
-	mu    sync.Mutex
+	mu    lockrank.Mutex // a leaf
 	names map[string]struct{}
 }
 

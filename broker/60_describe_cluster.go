@@ -4,10 +4,16 @@ package broker
 //
 // Behavior on the CONTROLLER listener (ControllerApis.handleDescribeCluster,
 // KIP-919, what admin clients with bootstrap.controllers send): EndpointType
-// must be 2 (controllers), else MISMATCHED_ENDPOINT_TYPE; the answer lists
-// the voters of controller.quorum.voters at their CONTROLLER endpoints (a
-// static quorum: no controller registrations) and the raft leader as
-// ControllerID (-1 while there is none).
+// must be 2 (controllers), else MISMATCHED_ENDPOINT_TYPE; below
+// metadata.version 3.7-IV0 it is UNSUPPORTED_VERSION ("Direct-to-controller
+// communication is not supported with the current MetadataVersion."). The
+// answer lists the registered controllers (ControllerRegistration, KIP-919;
+// ControllerRegistrationsPublisher.describeClusterControllers) at their
+// endpoint for the listener the request came in on, and the raft leader as
+// ControllerID (-1 while there is none). A voter of controller.quorum.voters
+// that has not registered yet is listed at its configured address, so
+// admin clients with bootstrap.controllers find every voter right after a
+// start (Kafka lists only the registered ones).
 //
 // Behavior on client listeners:
 //   - Lists the live brokers that have an endpoint for the listener the
@@ -29,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
@@ -71,9 +78,10 @@ func handleDescribeCluster(ctx context.Context, b *Broker, req *protocol.Request
 	return protocol.Response{Msg: resp}, nil
 }
 
-// describeControllers answers DescribeCluster on the CONTROLLER listener:
-// the voters at their CONTROLLER endpoints, the raft leader as ControllerID.
-func describeControllers(r *kmsg.DescribeClusterRequest, clusterID string, leader int32, voters map[int32]config.HostPort) *kmsg.DescribeClusterResponse {
+// describeControllers answers DescribeCluster on the CONTROLLER listener
+// from the node's image: the registered controllers with an endpoint named
+// listener, then any voter not registered at its configured address.
+func describeControllers(r *kmsg.DescribeClusterRequest, clusterID, listener string, leader int32, img *metadatacache.Image, voters map[int32]config.HostPort) *kmsg.DescribeClusterResponse {
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = endpointTypeController
 	if r.EndpointType != endpointTypeController {
@@ -82,9 +90,30 @@ func describeControllers(r *kmsg.DescribeClusterRequest, clusterID string, leade
 		resp.ErrorMessage = &msg
 		return resp
 	}
+	if mv := img.MetadataVersion(); mv > 0 && mv < metadatacache.MV3_7_IV0 {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		msg := "Direct-to-controller communication is not supported with the current MetadataVersion."
+		resp.ErrorMessage = &msg
+		return resp
+	}
 	resp.ClusterID = clusterID
 	resp.ControllerID = leader
+	listed := map[int32]bool{}
+	for _, c := range img.Controllers() {
+		for _, ep := range c.Listeners {
+			if ep.Name != listener {
+				continue
+			}
+			rb := kmsg.NewDescribeClusterResponseBroker()
+			rb.NodeID, rb.Host, rb.Port = c.ID, ep.Host, int32(ep.Port)
+			resp.Brokers = append(resp.Brokers, rb)
+			listed[c.ID] = true
+		}
+	}
 	for id, hp := range voters {
+		if listed[id] {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = id, hp.Host, hp.Port
 		resp.Brokers = append(resp.Brokers, rb)

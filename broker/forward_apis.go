@@ -1,20 +1,40 @@
 package broker
 
 // Admin APIs a KRaft broker forwards to the active controller
-// (KafkaApis.maybeForwardToController / forwardToControllerOrFail):
+// (KafkaApis.maybeForwardToController / forwardToControllerOrFail), each in
+// an Envelope (58) with the client's principal and address
+// (controllerChannel.Forward, ForwardingManager in Kafka):
 //
 //	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
 //	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
 //	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2,
-//	AddRaftVoter v0-1, RemoveRaftVoter v0 (KIP-853: kafka-metadata-quorum.sh
-//	add-controller / remove-controller with --bootstrap-server),
-//	UnregisterController v0.
+//	AlterUserScramCredentials v0, AddRaftVoter v0-1, RemoveRaftVoter v0
+//	(KIP-853: kafka-metadata-quorum.sh add-controller / remove-controller
+//	with --bootstrap-server), UnregisterController v0 (KIP-1223).
+//
+// These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
+// Kafka 4.4) that kgo-broker serves. Kafka also forwards CreateAcls,
+// DeleteAcls, the delegation token APIs, ElectLeaders,
+// AlterPartitionReassignments, AlterClientQuotas and UnregisterBroker; a
+// kgo-broker broker does not serve those on its client listeners, so there
+// is nothing to forward.
+// Kafka's broker also advertises a forwardable API's versions intersected
+// with the active controller's (ApiVersionsResponse.intersectForwardableApis);
+// kgo-broker advertises its own ranges, which Kafka 4.4's controller serves
+// in full.
 //
 // The request goes to the controller at the version the client used, so
 // the controller's answer has exactly the fields that version carries. If no
 // controller answers within the request's timeout, each topic gets
 // REQUEST_TIMED_OUT (or the top-level error where the API has one), which
-// the Java admin client retries.
+// the Java admin client retries. A controller that refuses the embedded
+// version (UNSUPPORTED_VERSION in the Envelope) makes the broker close the
+// client's connection, so the client asks for versions again.
+//
+// The broker's own requests to the controller (registration, heartbeats,
+// AlterPartition, AllocateProducerIds, automatic topic creation from
+// Metadata) are sent directly, without an Envelope, as Kafka's broker sends
+// them.
 
 import (
 	"context"
@@ -36,6 +56,7 @@ func init() {
 	regKey(46, 0, 0, onBroker, handleForwarded) // ListPartitionReassignments
 	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
 	regKey(57, 0, 2, onBroker, handleForwarded) // UpdateFeatures
+	regKey(51, 0, 0, onBroker, handleForwarded) // AlterUserScramCredentials (controller/scram.go)
 	regKey(80, 0, 1, onBroker, handleForwarded) // AddRaftVoter
 	regKey(81, 0, 0, onBroker, handleForwarded) // RemoveRaftVoter
 	regKey(94, 0, 0, onBroker, handleForwarded) // UnregisterController
@@ -52,7 +73,12 @@ func handleForwarded(ctx context.Context, b *Broker, req *protocol.Request) (pro
 	}
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := b.forward.RequestVersion(fctx, req.Msg, req.Version)
+	resp, err := b.forward.Forward(fctx, req)
+	if err == errForwardUnsupported {
+		b.logger.Info("closing the client connection: the controller does not support the forwarded request version",
+			zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version))
+		return protocol.Response{}, err
+	}
 	if err != nil {
 		b.logger.Debug("forwarding to controller failed", zap.Error(err))
 		return protocol.Response{Msg: timedOut(req.Msg)}, nil
@@ -62,8 +88,12 @@ func handleForwarded(ctx context.Context, b *Broker, req *protocol.Request) (pro
 
 // timedOut builds the answer for a forwarded request that no controller
 // answered in time.
-func timedOut(r kmsg.Request) kmsg.Response {
-	code := kerr.RequestTimedOut.Code
+func timedOut(r kmsg.Request) kmsg.Response { return errorResponse(r, kerr.RequestTimedOut.Code) }
+
+// errorResponse is AbstractRequest.getErrorResponse for the forwardable
+// APIs: the request's response with code on every resource (and at the top
+// level where the API has one).
+func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 	resp := r.ResponseKind()
 	switch req := r.(type) {
 	case *kmsg.CreateTopicsRequest:
@@ -109,6 +139,21 @@ func timedOut(r kmsg.Request) kmsg.Response {
 		}
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		for _, n := range append(scramNames(req.Deletions), scramUpsertNames(req.Upsertions)...) {
+			if !seen[n] {
+				seen[n] = true
+				rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				rr.User, rr.ErrorCode = n, code
+				out.Results = append(out.Results, rr)
+			}
+		}
+	case *kmsg.UnregisterBrokerRequest:
+		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
+	case *kmsg.AllocateProducerIDsRequest:
+		resp.(*kmsg.AllocateProducerIDsResponse).ErrorCode = code
 	case *kmsg.DescribeQuorumRequest:
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
 	case *kmsg.UpdateFeaturesRequest:
@@ -129,4 +174,20 @@ func timedOut(r kmsg.Request) kmsg.Response {
 		resp.(*kmsg.UnregisterControllerResponse).ErrorCode = code
 	}
 	return resp
+}
+
+func scramNames(ds []kmsg.AlterUserSCRAMCredentialsRequestDeletion) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+func scramUpsertNames(us []kmsg.AlterUserSCRAMCredentialsRequestUpsertion) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.Name)
+	}
+	return out
 }

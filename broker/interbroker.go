@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
@@ -30,9 +30,10 @@ type brokerClients struct {
 	local    func(ctx context.Context, req *protocol.Request) (protocol.Response, error)
 	logger   *zap.Logger
 	clientID string
+	opts     protocol.ClientOptions // the inter-broker listener's TLS and SASL
 
-	mu      sync.Mutex
-	clients map[int32]*brokerClient // guarded by mu, a leaf
+	mu      lockrank.Mutex          // checks and closes clients (their leaf lock) under it
+	clients map[int32]*brokerClient // guarded by mu
 	closed  bool
 }
 
@@ -43,8 +44,10 @@ type brokerClient struct {
 
 func newBrokerClients(nodeID int32, listener string, image func() *metadatacache.Image,
 	local func(ctx context.Context, req *protocol.Request) (protocol.Response, error), logger *zap.Logger) *brokerClients {
-	return &brokerClients{nodeID: nodeID, listener: listener, image: image, local: local, logger: logger,
+	c := &brokerClients{nodeID: nodeID, listener: listener, image: image, local: local, logger: logger,
 		clientID: "broker-" + strconv.Itoa(int(nodeID)) + "-inter-broker", clients: map[int32]*brokerClient{}}
+	c.mu.SetRank(lockrank.BrokerClients)
+	return c
 }
 
 // Request sends req (at the version set on it) to broker id and returns its
@@ -97,7 +100,9 @@ func (c *brokerClients) client(ctx context.Context, id int32) (*protocol.Client,
 	c.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cl, err := protocol.DialOptions(dctx, addr, protocol.ClientOptions{ClientID: c.clientID, Logger: c.logger})
+	opts := c.opts
+	opts.ClientID, opts.Logger = c.clientID, c.logger
+	cl, err := protocol.DialOptions(dctx, addr, opts)
 	if err != nil {
 		return nil, err
 	}

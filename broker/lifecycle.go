@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // lifecycle registers this broker with the active controller and keeps its
@@ -45,8 +47,8 @@ type lifecycle struct {
 	// wake makes the heartbeat loop send its next heartbeat now.
 	wake chan struct{}
 
-	mu struct {
-		sync.Mutex
+	mu struct { // a leaf
+		lockrank.Mutex
 		epoch    int64
 		fenced   bool
 		shutdown bool // asked for controlled shutdown
@@ -65,6 +67,7 @@ func newLifecycle(ch *controllerChannel, reg *kmsg.BrokerRegistrationRequest, in
 		wake:           make(chan struct{}, 1),
 		stopped:        make(chan struct{}),
 	}
+	l.mu.SetRank(lockrank.Lifecycle)
 	l.mu.epoch = -1
 	l.mu.fenced = true
 	return l

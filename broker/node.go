@@ -20,10 +20,12 @@ import (
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/controller"
 	"github.com/kgo-broker/kgo-broker/group"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/raft"
 	"github.com/kgo-broker/kgo-broker/replication"
+	"github.com/kgo-broker/kgo-broker/security"
 	"github.com/kgo-broker/kgo-broker/storage"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 	"github.com/kgo-broker/kgo-broker/txn"
@@ -46,6 +48,10 @@ type NodeConfig struct {
 	Logger         *zap.Logger
 	// FS is the file system under storage and raft (vfs.Default when nil).
 	FS vfs.FS
+	// KafkaOpts is the KAFKA_OPTS environment variable: a
+	// -Djava.security.auth.login.config=<file> in it names a JAAS file
+	// for the SASL listeners, as for Kafka.
+	KafkaOpts string
 	// Metrics turns on the request metrics (RequestMetrics, metrics.go):
 	// a clock read and a few atomic adds per request. The other metrics are
 	// read when scraped and need nothing.
@@ -71,9 +77,16 @@ type Node struct {
 	broker    *Broker
 	channel   *controllerChannel
 	lifecycle *lifecycle
+	ctrlReg   *controllerRegistration
 
 	controllerServers []*protocol.Server
 	clientServers     []*protocol.Server
+
+	// Security (security.go): each listener's TLS and SASL, built before
+	// anything listens and read-only afterwards; the JAAS file of
+	// KAFKA_OPTS.
+	listenerSec map[string]*security.Listener
+	jaas        map[string][]security.LoginModule
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -146,6 +159,27 @@ func (n *Node) start(ctx context.Context) error {
 	// The metadata image every broker answers from, fed by raft.
 	n.cache = metadatacache.NewCache(metadatacache.Config{ClusterID: n.nc.ClusterID, Logger: n.logger.Named("metadata")})
 
+	// Listener security first: a bad keystore, JAAS entry or mechanism
+	// stops the node before it joins the quorum, as Kafka fails to start.
+	jaas, err := loadJaasFile(n.nc.KafkaOpts)
+	if err != nil {
+		return err
+	}
+	n.jaas = jaas
+	n.listenerSec = map[string]*security.Listener{}
+	for _, l := range cfg.Listeners {
+		ls, err := n.listenerSecurity(l)
+		if err != nil {
+			return err
+		}
+		n.listenerSec[l.Name] = ls
+	}
+	n.cache.Subscribe(n.reloadListenerTLS)
+	ctrlOpts, err := n.clientOptions(cfg.ControllerListenerNames[0], "sasl.mechanism.controller.protocol")
+	if err != nil {
+		return err
+	}
+
 	voters := make(map[int32]raft.VoterEndpoint, len(cfg.QuorumVoters))
 	for id, hp := range cfg.QuorumVoters {
 		voters[id] = raft.VoterEndpoint{Host: hp.Host, Port: int(hp.Port)}
@@ -176,6 +210,8 @@ func (n *Node) start(ctx context.Context) error {
 		// The metadata log dir's directory.id, sent in Fetch: a leader
 		// describes observers (brokers) with it.
 		DirectoryID: n.nc.DirectoryIDs[cfg.MetadataLogDir],
+		// The voters' controller listener's TLS and SASL.
+		ClientOptions: ctrlOpts,
 		// Transport nil: the raft node owns (and closes) a ClientTransport
 		// to the voters' CONTROLLER endpoints.
 	})
@@ -183,13 +219,22 @@ func (n *Node) start(ctx context.Context) error {
 		return fmt.Errorf("opening the metadata log: %w", err)
 	}
 	n.raft = rn
-	rn.Register(&cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata"), highWatermark: rn.HighWatermark})
+	feeder := &cacheFeeder{cache: n.cache, logger: n.logger.Named("metadata"), highWatermark: rn.HighWatermark}
+	feeder.mu.SetRank(lockrank.MetadataFeeder)
+	rn.Register(feeder)
 	// Metadata snapshots: settings and the generator (metadata_snapshot.go).
 	configureMetadataSnapshots(rn, n.cache, cfg)
 
 	if cfg.ProcessRoles.IsController() {
 		cc := controller.FromBrokerConfig(cfg)
 		cc.ClusterID, cc.Raft, cc.Now, cc.Logger = n.nc.ClusterID, rn, now, n.logger.Named("controller")
+		// UpdateFeatures waits for every voter's ControllerRegistration.
+		voterIDs := make([]int32, 0, len(cfg.QuorumVoters))
+		for id := range cfg.QuorumVoters {
+			voterIDs = append(voterIDs, id)
+		}
+		slices.Sort(voterIDs)
+		cc.QuorumNodeIDs = func() []int32 { return voterIDs }
 		ctrl, err := controller.New(cc)
 		if err != nil {
 			return fmt.Errorf("starting the controller: %w", err)
@@ -271,10 +316,12 @@ func (n *Node) start(ctx context.Context) error {
 			replicationFactor: int16(cfg.Int("default.replication.factor")),
 		},
 	}
+	n.broker.autoCreating.mu.SetRank(lockrank.InflightTopics)
 	for _, name := range cfg.ControllerListenerNames {
 		n.broker.controllerListeners[name] = true
 	}
 	n.channel = newControllerChannel(cfg.NodeID, n.activeController, n.logger.Named("controller-channel"))
+	n.channel.opts = ctrlOpts
 	n.broker.forward = n.channel
 	if n.ctrl != nil {
 		n.broker.controllerHandler = n.handleControllerRequest
@@ -295,10 +342,26 @@ func (n *Node) start(ctx context.Context) error {
 	if err := rn.Start(); err != nil {
 		return fmt.Errorf("starting raft: %w", err)
 	}
+	if n.ctrl != nil {
+		// KIP-919: register this controller with the active one
+		// (controller_registration.go).
+		n.ctrlReg = newControllerRegistration(n.channel, cfg.NodeID, cfg.AdvertisedControllerListeners, cfg.ListenerSecurityProtocols,
+			n.cache.Image, n.logger.Named("controller-registration"))
+		n.cache.Subscribe(n.ctrlReg.onImage)
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.ctrlReg.run(ctx)
+		}()
+	}
 	if !cfg.ProcessRoles.IsBroker() {
 		return nil
 	}
 
+	ibOpts, err := n.clientOptions(cfg.InterBrokerListenerName, "sasl.mechanism.inter.broker.protocol")
+	if err != nil {
+		return err
+	}
 	n.replicas = replication.New(replication.Config{
 		NodeID:        cfg.NodeID,
 		Logs:          n.logs,
@@ -312,6 +375,7 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.replicas.OnImage)
 	n.broker.peers = newBrokerClients(cfg.NodeID, cfg.InterBrokerListenerName, n.cache.Image, n.broker.Handle,
 		n.logger.Named("inter-broker"))
+	n.broker.peers.opts = ibOpts
 	// KIP-890: leaders verify transactional produces with the transaction
 	// coordinators through the peers (txn_verifier.go).
 	n.replicas.SetTxnSettings(txnSettingsFrom(ctx, cfg, n.broker.peers, n.cache.Image, n.logger.Named("txn-verifier")))
@@ -350,7 +414,9 @@ func (n *Node) start(ctx context.Context) error {
 	// Replication between brokers (replication/fetcher_manager.go): replica
 	// fetchers on inter.broker.listener.name, ISR changes through the
 	// controller channel (Config.Controller), the HW checkpoint.
-	n.replicas.StartReplication(replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg))
+	rc := replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg)
+	rc.ClientOptions = ibOpts
+	n.replicas.StartReplication(rc)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -391,6 +457,7 @@ func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[
 		IdleTimeout:     time.Duration(n.cfg.Long("connections.max.idle.ms")) * time.Millisecond,
 		ListenerName:    l.Name,
 		Logger:          n.logger.Named("listener"),
+		Security:        n.listenerSec[l.Name].Server,
 	}
 	if n.nc.Metrics {
 		srv.Observe = n.requestMetrics.observe
@@ -417,7 +484,7 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 	if _, isRaft := raft.ServedVersions[req.Key]; isRaft {
 		resp, err = n.raft.HandleRequest(ctx, req.Msg)
 	} else if r, ok := req.Msg.(*kmsg.DescribeClusterRequest); ok {
-		resp = describeControllers(r, n.nc.ClusterID, n.raft.LeaderAndEpoch().LeaderID, n.voterAddrs())
+		resp = describeControllers(r, n.nc.ClusterID, req.Listener, n.raft.LeaderAndEpoch().LeaderID, n.cache.Image(), n.voterAddrs())
 	} else {
 		resp, err = n.ctrl.Handle(ctx, req.Msg)
 	}
@@ -616,7 +683,10 @@ type cacheFeeder struct {
 	logger        *zap.Logger
 	highWatermark func() int64 // nil: publish every batch
 
-	mu       sync.Mutex
+	// mu is held while a batch is applied to the image (so the image's
+	// subscribers run under it) and while raft's high watermark is read:
+	// it ranks before both (lockrank.MetadataFeeder).
+	mu       lockrank.Mutex
 	deferred int
 	timer    *time.Timer
 }

@@ -90,6 +90,26 @@ func (tn *testNode) stop(t *testing.T) {
 	}
 }
 
+// awaitLeader waits until this node leads every listed partition of topic:
+// CreateTopics answers once the topic is in the metadata log, before the
+// node's replica manager has applied it (Kafka's own tests wait likewise,
+// TestUtils.waitUntilLeaderIsKnown).
+func (tn *testNode) awaitLeader(t *testing.T, topic string, partitions ...int32) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range partitions {
+		for {
+			if part, ok := tn.replicas.Partition(topic, p); ok && part.Snapshot().IsLeader {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s-%d: node 1 is not its leader after 30s", topic, p)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
 func (tn *testNode) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tn.addr)}, opts...)...)

@@ -29,6 +29,7 @@ func TestNodeTransactionMarkers(t *testing.T) {
 	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "txn"); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
+	n.awaitLeader(t, "txn", 0)
 	txnID := "app-1"
 	produce := func(version int16, pid int64, seq int32, values ...string) kmsg.ProduceResponseTopicPartition {
 		t.Helper()

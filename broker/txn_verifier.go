@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/coordinator"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/storage"
@@ -59,7 +59,7 @@ type txnVerifier struct {
 	// node runs this binary: this node's registry).
 	served func() (int16, bool)
 
-	mu       sync.Mutex
+	mu       lockrank.Mutex          // a leaf
 	pending  map[int32]*txnNodeBatch // guarded by mu
 	inflight map[int32]bool          // guarded by mu
 }
@@ -92,8 +92,10 @@ func newTxnVerifier(base context.Context, send func(ctx context.Context, id int3
 		_, max, ok := versionTable(onBroker).Versions(24)
 		return max, ok
 	}
-	return &txnVerifier{send: send, image: image, listener: listener, numPartitions: numPartitions, timeout: timeout,
+	v := &txnVerifier{send: send, image: image, listener: listener, numPartitions: numPartitions, timeout: timeout,
 		base: base, logger: logger, served: served, pending: map[int32]*txnNodeBatch{}, inflight: map[int32]bool{}}
+	v.mu.SetRank(lockrank.TxnVerifier)
+	return v
 }
 
 var _ replication.TxnVerifier = (*txnVerifier)(nil)

@@ -404,7 +404,7 @@ func (c *Config) Explicit() map[string]string {
 func (c *Config) ExplicitNotActedOn() []string {
 	var out []string
 	for k := range c.explicit {
-		if key, ok := brokerIndex[k]; !ok || !key.Acted {
+		if key, ok := brokerIndex[k]; (!ok || !key.Acted) && !actedListenerKey(k) {
 			out = append(out, k)
 		}
 	}

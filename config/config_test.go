@@ -228,10 +228,8 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"No security protocol defined for listener FOO"}},
 		{"dup port", LoadOptions{Overrides: []string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9092"}},
 			[]string{"Each listener must have a different port"}},
-		{"ssl listener", LoadOptions{Overrides: []string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093,SSL://:9094"}},
-			[]string{"listener SSL://:9094 in listeners uses security protocol SSL", "only PLAINTEXT", "(from --override)"}},
-		{"sasl advertised", LoadOptions{Overrides: []string{"listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"}},
-			[]string{"uses security protocol SASL_PLAINTEXT"}},
+		{"sasl inter-broker mechanism not enabled", LoadOptions{Overrides: []string{"listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT", "sasl.enabled.mechanisms=PLAIN"}},
+			[]string{"sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for inter-broker communication"}},
 		{"bad protocol map", LoadOptions{Overrides: []string{"listener.security.protocol.map=PLAINTEXT:FOO"}},
 			[]string{"Invalid security protocol `FOO` defined in listener.security.protocol.map"}},
 		{"roll", LoadOptions{Overrides: []string{"log.roll.ms=0"}},
@@ -374,5 +372,21 @@ func TestDockerComposeExampleEnv(t *testing.T) {
 	}
 	if got := c.ExplicitNotActedOn(); !reflect.DeepEqual(got, []string{"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor"}) {
 		t.Fatal(got)
+	}
+}
+
+func TestListenerKeysActedOn(t *testing.T) {
+	c, err := SingleNode(map[string]string{
+		"listener.name.sasl_ssl.plain.sasl.jaas.config":                         "x",
+		"listener.name.ssl.ssl.keystore.location":                               "/k",
+		"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class": "y",
+		"listener.name.ssl.ssl.keystore.bogus":                                  "z",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.ExplicitNotActedOn()
+	if len(got) != 1 || got[0] != "listener.name.ssl.ssl.keystore.bogus" {
+		t.Fatalf("not acted on: %v", got)
 	}
 }

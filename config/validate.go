@@ -88,12 +88,6 @@ func (c *Config) validate() error {
 	} else {
 		advertised = c.Listeners
 	}
-	if err := c.checkPlaintextOnly("listeners", c.Listeners); err != nil {
-		return err
-	}
-	if err := c.checkPlaintextOnly("advertised.listeners", advertised); err != nil {
-		return err
-	}
 
 	// Quorum.
 	c.Voters, _ = parseVoters("controller.quorum.voters", c.List("controller.quorum.voters"))
@@ -167,6 +161,9 @@ func (c *Config) validate() error {
 
 	if c.ProcessRoles.Broker {
 		if err := c.validateBrokerListeners(advertised, isController, listenerSet, pm); err != nil {
+			return err
+		}
+		if err := c.validateInterBrokerSASL(); err != nil {
 			return err
 		}
 	}
@@ -247,16 +244,6 @@ func (c *Config) validateBrokerListeners(advertised []Listener, isController, li
 			}
 			return c.fail("advertised.listeners", fmt.Sprintf("advertised.listeners listener names must be equal to or a subset of the ones defined in listeners. Found %s. The valid options based on the current configuration are %s",
 				listenerNames(c.AdvertisedListeners), listenerNames(names)), "")
-		}
-	}
-	return nil
-}
-
-func (c *Config) checkPlaintextOnly(key string, ls []Listener) error {
-	for _, l := range ls {
-		if l.SecurityProtocol != "PLAINTEXT" {
-			return c.fail(key, fmt.Sprintf("listener %s in %s uses security protocol %s, which kgo-broker does not support yet: only PLAINTEXT listeners are served", l, key, l.SecurityProtocol),
-				"Use a listener mapped to PLAINTEXT in listener.security.protocol.map (terminate TLS/SASL in front of kgo-broker if needed)")
 		}
 	}
 	return nil

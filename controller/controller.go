@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/raft"
 )
@@ -95,6 +96,12 @@ type Config struct {
 	// among every topic's Configs, so kgo-broker writes it too.
 	BootstrapClusterConfigs map[string]string
 
+	// QuorumNodeIDs returns the ids of the controller quorum's voters
+	// (QuorumFeatures.quorumNodeIds): UpdateFeatures refuses a change while
+	// one of them has not registered (ControllerRegistration). Nil: only
+	// the registered controllers are checked.
+	QuorumNodeIDs func() []int32
+
 	// Rand drives replica placement (random when nil); topic ids always come
 	// from crypto/rand. For tests.
 	Rand *rand.Rand
@@ -109,7 +116,7 @@ type Controller struct {
 	// raft append until the appended batch is replayed. Lock order: mu, then
 	// stateMu.
 	mu struct {
-		sync.Mutex
+		lockrank.Mutex
 		rnd *rand.Rand
 		// activeEpoch is the raft epoch this controller activated in (-1: not active).
 		activeEpoch int32
@@ -120,7 +127,7 @@ type Controller struct {
 	}
 
 	// stateMu guards the replayed state. HandleCommit takes only stateMu.
-	stateMu   sync.Mutex
+	stateMu   lockrank.Mutex
 	st        *state
 	appliedCh chan struct{} // closed and replaced after each replayed batch
 	leader    raft.LeaderAndEpoch
@@ -195,6 +202,8 @@ func New(cfg Config) (*Controller, error) {
 		leaderCh:  make(chan struct{}, 1),
 		closeCh:   make(chan struct{}),
 	}
+	c.mu.SetRank(lockrank.ControllerDecide)
+	c.stateMu.SetRank(lockrank.ControllerState)
 	c.st.nodeID, c.st.staticUnclean = cfg.NodeID, cfg.UncleanLeaderElectionEnable
 	c.bootstrapExtra = extra
 	c.mu.rnd = cfg.Rand
@@ -287,6 +296,10 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.updateFeatures(ctx, r), nil
 	case *kmsg.UnregisterControllerRequest:
 		return c.unregisterController(ctx, r), nil
+	case *kmsg.ControllerRegistrationRequest:
+		return c.registerController(ctx, r), nil
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.alterUserScramCredentials(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -625,6 +638,12 @@ func notController(req kmsg.Request) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 		resp.ErrorCode = code
 		return resp
+	case *kmsg.ControllerRegistrationRequest:
+		resp := r.ResponseKind().(*kmsg.ControllerRegistrationResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return scramErrorResponse(r, code)
 	case *kmsg.UpdateFeaturesRequest:
 		resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 		resp.ErrorCode = code

@@ -8,8 +8,23 @@
 // resources), BrokerRegistration v0-4, BrokerHeartbeat v0-2,
 // UnregisterBroker v0, AllocateProducerIds v0, AlterPartition v2-3,
 // ListPartitionReassignments v0 (always empty), UpdateFeatures v0-2
-// (updatefeatures.go) and DescribeQuorum (handed to raft). Each file names
-// the Kafka class whose decisions it follows.
+// (updatefeatures.go), ControllerRegistration v0 (controllers.go, KIP-919)
+// and DescribeQuorum (handed to raft). Each file names the Kafka class whose
+// decisions it follows. Requests a broker forwards in an Envelope arrive
+// here unwrapped (the broker package serves Envelope on the CONTROLLER
+// listener) and are decided as if the client had sent them; the forwarded
+// principal is not checked (no authorizer yet).
+//
+// # Controller registrations
+//
+// Every controller registers with the active one (ControllerRegistration;
+// the broker package's registration manager sends it) once metadata.version
+// is 3.7-IV0 or later; the active controller writes a
+// RegisterControllerRecord v0 and the registration is replayed into the
+// state (controllers) and the image (Image.Controllers). UpdateFeatures
+// checks each registered controller's supported ranges and refuses a change
+// while a voter (Config.QuorumNodeIDs) has not registered, as Kafka's
+// FeatureControlManager does.
 //
 // # Features
 //
@@ -85,6 +100,9 @@
 // the next write offset, the placer's random source and the brokers'
 // heartbeat sessions. c.stateMu guards the replayed state and the current
 // raft leader; the raft listener takes only c.stateMu, so a decision
-// waiting for its own batch never blocks replay. metadatacache.Cache has its
-// own lock and is only written from the listener.
+// waiting for its own batch never blocks replay. The controller's image
+// (its own metadatacache.Cache, with no subscribers) is applied from the
+// listener holding c.stateMu, so the cache's locks come after both
+// (lockrank.ControllerDecide -> ControllerState -> CacheDeliver -> Cache;
+// raft.Node.mu, taken by the append under c.mu, after those).
 package controller

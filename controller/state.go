@@ -21,6 +21,8 @@ type state struct {
 	collisions map[string]map[string]struct{}
 
 	brokers map[int32]*brokerState
+	// controllers are the registered controllers (KIP-919; controllers.go).
+	controllers map[int32]*controllerState
 
 	// configs: resource -> name -> value.
 	configs map[configResource]map[string]string
@@ -34,6 +36,10 @@ type state struct {
 
 	// inTransaction is the offset of an open BeginTransactionRecord (-1: none).
 	inTransaction int64
+
+	// scram holds the (user, mechanism) pairs that have a SCRAM credential
+	// (ScramControlManager.credentials; scram.go).
+	scram map[scramKey]int32 // -> iterations
 
 	// nodeID and staticUnclean resolve unclean.leader.election.enable below
 	// the dynamic configs (set once in New).
@@ -90,9 +96,11 @@ func newState() *state {
 		topics:        make(map[[16]byte]*topicState),
 		collisions:    make(map[string]map[string]struct{}),
 		brokers:       make(map[int32]*brokerState),
+		controllers:   make(map[int32]*controllerState),
 		configs:       make(map[configResource]map[string]string),
 		features:      make(map[string]int16),
 		inTransaction: -1,
+		scram:         make(map[scramKey]int32),
 	}
 }
 
@@ -313,6 +321,14 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 			fenced: r.Fenced, inControlledShutdown: r.InControlledShutdown, logDirs: r.LogDirs,
 			registerOffset: offset,
 		}
+	case *metadatacache.RegisterControllerRecord:
+		cs := &controllerState{id: r.ControllerID, incarnation: r.IncarnationID, features: make(map[string][2]int16, len(r.Features))}
+		for _, f := range r.Features {
+			cs.features[f.Name] = [2]int16{f.MinSupportedVersion, f.MaxSupportedVersion}
+		}
+		s.controllers[r.ControllerID] = cs
+	case *metadatacache.UnregisterControllerRecord:
+		delete(s.controllers, r.ControllerID)
 	case *metadatacache.UnregisterBrokerRecord:
 		b := s.brokers[r.BrokerID]
 		if b == nil || b.epoch != r.BrokerEpoch {
@@ -331,6 +347,14 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 		}
 		s.nextProducerID = r.NextProducerID
 		s.producerIDsSet = true
+	case *metadatacache.UserScramCredentialRecord:
+		s.scram[scramKey{r.Name, r.Mechanism}] = r.Iterations
+	case *metadatacache.RemoveUserScramCredentialRecord:
+		k := scramKey{r.Name, r.Mechanism}
+		if _, ok := s.scram[k]; !ok {
+			return fmt.Errorf("Unable to find credential to delete: %s/%d", r.Name, r.Mechanism)
+		}
+		delete(s.scram, k)
 	case *metadatacache.BeginTransactionRecord:
 		s.inTransaction = offset
 	case *metadatacache.EndTransactionRecord, *metadatacache.AbortTransactionRecord:

@@ -17,9 +17,9 @@ package controller
 //   - must be supported by this controller (SupportedFeatures), by every
 //     registered broker (its registration's Features; a feature it does not
 //     list supports only 0) and, from metadata.version 3.7-IV0, by every other
-//     registered controller. kgo-broker controllers do not send
-//     ControllerRegistration, so Kafka's refusal of voters that have not
-//     registered is not applied;
+//     registered controller (ControllerRegistration, controllers.go), and
+//     every voter must have registered ("controller N has not registered,
+//     and may not support this feature");
 //   - lowering a level needs a downgrade type, raising one UPGRADE;
 //   - metadata.version: lowering it is refused when a level in between changed
 //     the metadata records (UNSAFE_DOWNGRADE is not supported either), as
@@ -209,6 +209,7 @@ func (c *Controller) reasonNotSupported(name string, level int16, img *metadatac
 	}
 	note := ""
 	if img.MetadataVersion() >= mv3_7_IV0 {
+		found := map[int32]bool{c.cfg.NodeID: true}
 		for _, ctl := range img.Controllers() {
 			if ctl.ID == c.cfg.NodeID {
 				continue
@@ -217,7 +218,15 @@ func (c *Controller) reasonNotSupported(name string, level int16, img *metadatac
 			if reason := rangeReason(level, fmt.Sprintf("Controller %d", ctl.ID), fr.Min, fr.Max); reason != "" {
 				return reason
 			}
+			found[ctl.ID] = true
 			controllers++
+		}
+		if c.cfg.QuorumNodeIDs != nil {
+			for _, id := range c.cfg.QuorumNodeIDs() {
+				if !found[id] {
+					return fmt.Sprintf("controller %d has not registered, and may not support this feature", id)
+				}
+			}
 		}
 	} else {
 		note = " Note: unable to verify controller support in the current MetadataVersion."

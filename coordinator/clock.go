@@ -2,8 +2,9 @@ package coordinator
 
 import (
 	"sort"
-	"sync"
 	"time"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // Clock is a coordinator's time source: session, rebalance, retention and
@@ -30,7 +31,7 @@ func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterF
 // ManualClock is a Clock that only moves when told to. Advance runs the
 // timers that fall due, in deadline order, on the caller's goroutine.
 type ManualClock struct {
-	mu     sync.Mutex
+	mu     lockrank.Mutex // a leaf: timers fire after it is released
 	now    time.Time
 	seq    uint64
 	timers map[uint64]*manualTimer
@@ -45,7 +46,9 @@ type manualTimer struct {
 
 // NewManualClock returns a ManualClock reading start.
 func NewManualClock(start time.Time) *ManualClock {
-	return &ManualClock{now: start, timers: map[uint64]*manualTimer{}}
+	c := &ManualClock{now: start, timers: map[uint64]*manualTimer{}}
+	c.mu.SetRank(lockrank.ManualClock)
+	return c
 }
 
 func (c *ManualClock) Now() time.Time {

@@ -59,8 +59,13 @@
 //
 // # Locks
 //
-// Runtime.mu (the loop map) and each loop's mu (its queue and state) are
-// leaves: neither is held while an event runs or while calling out. Shards
-// have no locks; everything they own is touched from their loop only.
-// Writer.Watch's wake is a non-blocking send, safe under the writer's locks.
+// Runtime.mu (the loop map) is taken before a loop's mu (its queue and
+// state, a leaf): SetLeaders unloads, and Partitions reads, loops under it.
+// Neither is held while an event runs or while calling out. ManualClock.mu
+// and MemLog.mu are leaves too: timers fire after the clock's lock is
+// released, and a watcher's wake is a non-blocking send. Shards have no
+// locks; everything they own is touched from their loop only. Writer.Watch's
+// wake is a non-blocking send, safe under the writer's locks. The ranks
+// (lockrank.CoordinatorRuntime, CoordinatorLoop, ManualClock, MemLog) are in
+// docs/LOCKING.md.
 package coordinator

@@ -2,9 +2,10 @@ package coordinator
 
 import (
 	"context"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // MemLog is an in-memory Writer for tests of coordinators: each partition is
@@ -12,7 +13,7 @@ import (
 // (AutoCommit) or moves only when the test says (Commit), so a test can hold
 // a write uncommitted and watch what waits for it.
 type MemLog struct {
-	mu    sync.Mutex
+	mu    lockrank.Mutex // a leaf: watchers' wake never blocks
 	parts map[TopicPartition]*memPart
 	// AutoCommit moves the high watermark to the log end after every append.
 	autoCommit bool
@@ -33,7 +34,9 @@ type memPart struct {
 
 // NewMemLog returns an empty MemLog; autoCommit sets AutoCommit.
 func NewMemLog(autoCommit bool) *MemLog {
-	return &MemLog{parts: map[TopicPartition]*memPart{}, autoCommit: autoCommit}
+	m := &MemLog{parts: map[TopicPartition]*memPart{}, autoCommit: autoCommit}
+	m.mu.SetRank(lockrank.MemLog)
+	return m
 }
 
 func (m *MemLog) part(tp TopicPartition) *memPart {

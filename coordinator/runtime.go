@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // TopicPartition names one partition of a coordinator's topic.
@@ -121,7 +123,9 @@ type Config[S Shard] struct {
 type Runtime[S Shard] struct {
 	cfg Config[S]
 
-	mu     sync.Mutex // a leaf: never held while a loop runs an event
+	// mu guards the loop map; a loop's mu is taken under it. Never held
+	// while a loop runs an event.
+	mu     lockrank.Mutex
 	loops  map[int32]*loop
 	closed bool
 	wg     sync.WaitGroup
@@ -136,7 +140,9 @@ func New[S Shard](cfg Config[S]) *Runtime[S] {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &Runtime[S]{cfg: cfg, loops: map[int32]*loop{}}
+	rt := &Runtime[S]{cfg: cfg, loops: map[int32]*loop{}}
+	rt.mu.SetRank(lockrank.CoordinatorRuntime)
+	return rt
 }
 
 // SetLeaders loads every partition of lead (partition -> leader epoch) not
@@ -333,7 +339,7 @@ type loop struct {
 	name   string
 	done   func()
 
-	mu     sync.Mutex
+	mu     lockrank.Mutex // a leaf
 	state  loopState
 	queue  []*event
 	signal chan struct{} // one slot: the queue is not empty
@@ -363,6 +369,7 @@ func (rt *Runtime[S]) newLoop(partition, epoch int32) *loop {
 		closed: make(chan struct{}),
 		timers: map[string]timerEntry{},
 	}
+	l.mu.SetRank(lockrank.CoordinatorLoop)
 	l.ctx = &Context{l: l, tp: tp, epoch: epoch, clock: rt.cfg.Clock}
 	l.shard = rt.cfg.NewShard(l.ctx)
 	return l

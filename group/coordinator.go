@@ -13,6 +13,7 @@ import (
 
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/coordinator"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
@@ -137,8 +138,10 @@ type Coordinator struct {
 	clock Clock
 	rt    *coordinator.Runtime[*shard]
 
-	mu       sync.Mutex // a leaf: topic creation and the retention timer
-	creating bool       // a CreateTopics for __consumer_offsets is in flight
+	// mu guards topic creation and the retention timer; it is held while
+	// the timer is scheduled or stopped (the clock's lock, a leaf).
+	mu       lockrank.Mutex
+	creating bool // a CreateTopics for __consumer_offsets is in flight
 	closed   bool
 	expiry   Timer
 	wg       sync.WaitGroup
@@ -149,6 +152,7 @@ type Coordinator struct {
 func New(cfg Config) *Coordinator {
 	cfg.defaults()
 	c := &Coordinator{cfg: cfg, log: cfg.Logger, clock: cfg.Clock}
+	c.mu.SetRank(lockrank.GroupCoordinator)
 	c.rt = coordinator.New(coordinator.Config[*shard]{
 		Name: "group coordinator", Topic: OffsetsTopic, Writer: cfg.Writer, Clock: cfg.Clock, Logger: cfg.Logger,
 		NewShard: func(ctx *coordinator.Context) *shard { return newShard(c, ctx) },

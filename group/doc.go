@@ -147,8 +147,10 @@
 // operation at a time, as in Kafka's single-threaded coordinator shards.
 // No lock is held while a write replicates: the loop appends locally and
 // goes on; callers wait on channels. Coordinator.mu (topic creation, the
-// retention timer) is a leaf; the runtime's locks are leaves too
-// (coordinator/doc.go). Request goroutines hold nothing while they wait
+// retention timer; lockrank.GroupCoordinator) takes only the clock's lock,
+// a leaf, to schedule or stop the timer; the runtime's locks come after it
+// and are never taken under it (coordinator/doc.go, docs/LOCKING.md).
+// Request goroutines hold nothing while they wait
 // for a commit or a parked answer. The metadata callback (OnImage) only
 // calls Runtime.SetLeaders and posts events.
 package group

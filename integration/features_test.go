@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -304,9 +305,9 @@ offsets.topic.replication.factor=1
 // TestMixedKgoControllerKafkaBroker runs an Apache Kafka 4.4 broker under a
 // kgo-broker controller at 4.4-IV2: it registers, heartbeats with
 // BrokerHeartbeat v2 (the cordoned log dirs of 4.3-IV0, which the
-// controller records), gets unfenced and reports the finalized features.
-// (Admin requests it forwards in an Envelope are not served by kgo-broker's
-// controller yet.)
+// controller records), gets unfenced and reports the finalized features;
+// the admin requests it forwards in an Envelope (CreateTopics here; more in
+// mixed_test.go) are served by kgo-broker's controller.
 func TestMixedKgoControllerKafkaBroker(t *testing.T) {
 	t.Parallel()
 	requireKafkaTools(t)
@@ -379,7 +380,20 @@ log.dirs=%s
 	if mv := d["metadata.version"]; mv["FinalizedVersionLevel"] != "4.4-IV2" {
 		t.Fatalf("metadata.version %v", mv)
 	}
+	if r, err := kadm.NewClient(kafkaBrokerClient(t, addr)).CreateTopic(ctxT(t, 30*time.Second), 1, 1, nil, "enveloped"); err != nil || r.Err != nil {
+		t.Fatalf("CreateTopics through the Kafka broker: %v %v", err, r.Err)
+	}
 	if b, err := os.ReadFile(logf.Name()); err != nil || strings.Contains(string(b), "UnsupportedVersionException") {
 		t.Fatalf("the Kafka broker hit an unsupported version:\n%s", b)
 	}
+}
+
+func kafkaBrokerClient(t *testing.T, addr string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }

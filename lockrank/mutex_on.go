@@ -4,10 +4,10 @@ package lockrank
 
 import (
 	"bytes"
-	"fmt"
 	"runtime"
 	"strconv"
 	"sync"
+	"unsafe"
 )
 
 // Enabled reports whether acquisitions are checked (-tags invariants or
@@ -24,7 +24,7 @@ type Mutex struct {
 func (m *Mutex) SetRank(r Rank) { m.rank = r }
 
 func (m *Mutex) Lock() {
-	acquire(m.rank, m)
+	acquire(m.rank, unsafe.Pointer(m))
 	m.mu.Lock()
 }
 
@@ -32,12 +32,12 @@ func (m *Mutex) TryLock() bool {
 	if !m.mu.TryLock() {
 		return false
 	}
-	acquire(m.rank, m)
+	acquire(m.rank, unsafe.Pointer(m))
 	return true
 }
 
 func (m *Mutex) Unlock() {
-	release(m.rank, m)
+	release(m.rank, unsafe.Pointer(m))
 	m.mu.Unlock()
 }
 
@@ -51,7 +51,7 @@ type RWMutex struct {
 func (m *RWMutex) SetRank(r Rank) { m.rank = r }
 
 func (m *RWMutex) Lock() {
-	acquire(m.rank, m)
+	acquire(m.rank, unsafe.Pointer(m))
 	m.mu.Lock()
 }
 
@@ -59,17 +59,17 @@ func (m *RWMutex) TryLock() bool {
 	if !m.mu.TryLock() {
 		return false
 	}
-	acquire(m.rank, m)
+	acquire(m.rank, unsafe.Pointer(m))
 	return true
 }
 
 func (m *RWMutex) Unlock() {
-	release(m.rank, m)
+	release(m.rank, unsafe.Pointer(m))
 	m.mu.Unlock()
 }
 
 func (m *RWMutex) RLock() {
-	acquire(m.rank, m)
+	acquire(m.rank, unsafe.Pointer(m))
 	m.mu.RLock()
 }
 
@@ -77,12 +77,12 @@ func (m *RWMutex) TryRLock() bool {
 	if !m.mu.TryRLock() {
 		return false
 	}
-	acquire(m.rank, m)
+	acquire(m.rank, unsafe.Pointer(m))
 	return true
 }
 
 func (m *RWMutex) RUnlock() {
-	release(m.rank, m)
+	release(m.rank, unsafe.Pointer(m))
 	m.mu.RUnlock()
 }
 
@@ -94,17 +94,8 @@ type rlocker struct{ m *RWMutex }
 func (r rlocker) Lock()   { r.m.RLock() }
 func (r rlocker) Unlock() { r.m.RUnlock() }
 
-type held struct {
-	rank Rank
-	lock any
-}
-
-var (
-	heldMu sync.Mutex
-	byG    = map[uint64][]held{}
-)
-
-func goid() uint64 {
+// slowGoid parses the goroutine id from the first line of runtime.Stack.
+func slowGoid() uint64 {
 	var buf [64]byte
 	b := buf[:runtime.Stack(buf[:], false)]
 	b = bytes.TrimPrefix(b, []byte("goroutine "))
@@ -113,71 +104,4 @@ func goid() uint64 {
 	}
 	id, _ := strconv.ParseUint(string(b), 10, 64)
 	return id
-}
-
-// acquire checks that rank r may be taken by this goroutine now and records
-// it. It runs before blocking on the lock, so an inverted order panics
-// instead of deadlocking.
-func acquire(r Rank, lock any) {
-	if r == Unranked {
-		return
-	}
-	g := goid()
-	heldMu.Lock()
-	hs := byG[g]
-	for _, h := range hs {
-		if h.rank == Leaf || h.rank >= r {
-			heldMu.Unlock()
-			panic(fmt.Sprintf("lockrank: taking %s while holding %s (docs/LOCKING.md: locks are taken in increasing rank; nothing under a leaf)", r, h.rank))
-		}
-	}
-	byG[g] = append(hs, held{rank: r, lock: lock})
-	heldMu.Unlock()
-}
-
-// release forgets the most recent acquisition of lock, by this goroutine
-// or, for a lock unlocked by another goroutine than the one that locked it
-// (sync allows it), by whichever goroutine holds it.
-func release(r Rank, lock any) {
-	if r == Unranked {
-		return
-	}
-	g := goid()
-	heldMu.Lock()
-	defer heldMu.Unlock()
-	if drop(g, lock) {
-		return
-	}
-	for other := range byG {
-		if drop(other, lock) {
-			return
-		}
-	}
-}
-
-func drop(g uint64, lock any) bool {
-	hs := byG[g]
-	for i := len(hs) - 1; i >= 0; i-- {
-		if hs[i].lock == lock {
-			hs = append(hs[:i], hs[i+1:]...)
-			if len(hs) == 0 {
-				delete(byG, g)
-			} else {
-				byG[g] = hs
-			}
-			return true
-		}
-	}
-	return false
-}
-
-// Held returns the ranks this goroutine holds, for tests.
-func Held() []Rank {
-	heldMu.Lock()
-	defer heldMu.Unlock()
-	var out []Rank
-	for _, h := range byG[goid()] {
-		out = append(out, h.rank)
-	}
-	return out
 }

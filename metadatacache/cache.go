@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // Batch is one committed batch of the metadata log.
@@ -42,17 +43,19 @@ type Config struct {
 type Cache struct {
 	cur atomic.Pointer[Image]
 
-	notifyMu sync.Mutex
+	// notifyMu is a leaf. NewCache ranks the locks; a zero Cache's are
+	// unranked, so not checked (tests only).
+	notifyMu lockrank.Mutex
 	notify   chan struct{} // closed and replaced on each publish
 
 	// deliverMu is held while subscribers run, outside mu: whoever holds it
 	// delivers the queued publications in order (deliverMu -> mu, never the
 	// reverse), so subscribers never run under mu and never out of order.
-	deliverMu sync.Mutex
+	deliverMu lockrank.Mutex
 
 	// mu serializes Apply, LoadSnapshot and Subscribe, and guards the fields below.
 	mu struct {
-		sync.Mutex
+		lockrank.Mutex
 		subs       []func(old, new *Image)
 		inTxn      bool
 		preTxn     *Image   // the image before the open transaction
@@ -74,6 +77,9 @@ type Cache struct {
 // NewCache returns a Cache whose image is empty (offset -1).
 func NewCache(cfg Config) *Cache {
 	c := &Cache{clusterID: cfg.ClusterID, logger: cfg.Logger}
+	c.deliverMu.SetRank(lockrank.CacheDeliver)
+	c.mu.SetRank(lockrank.Cache)
+	c.notifyMu.SetRank(lockrank.CacheNotify)
 	c.cur.Store(EmptyImage(cfg.ClusterID))
 	return c
 }

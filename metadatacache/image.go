@@ -362,6 +362,13 @@ func (m *Image) ScramCredentials() []*ScramCredential {
 	return out
 }
 
+// ScramCredential returns the credential of a user for a mechanism (1
+// SCRAM-SHA-256, 2 SCRAM-SHA-512); the SASL/SCRAM server looks users up here.
+func (m *Image) ScramCredential(name string, mechanism int8) (*ScramCredential, bool) {
+	c, ok := m.scram[ScramKey{Name: name, Mechanism: mechanism}]
+	return c, ok
+}
+
 // ACLs returns every ACL, ordered by id.
 func (m *Image) ACLs() []*ACL {
 	out := slices.Collect(maps.Values(m.acls))

@@ -3,18 +3,21 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // ErrClientClosed is returned by requests on a Client after Close.
@@ -43,6 +46,12 @@ type ClientOptions struct {
 	// Dial opens the connection; nil uses a net.Dialer.
 	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	Logger *zap.Logger
+	// TLS, if set, runs a TLS handshake on the dialled connection (SSL,
+	// SASL_SSL); ServerName defaults to the dialled host.
+	TLS *tls.Config
+	// SASL, if set, authenticates after ApiVersions (SASL_PLAINTEXT,
+	// SASL_SSL) with a franz-go mechanism (sasl/plain, sasl/scram).
+	SASL sasl.Mechanism
 }
 
 // Client is one outbound connection to a Kafka node. It is safe for
@@ -59,9 +68,10 @@ type Client struct {
 	writeSem chan struct{} // cap 1: held while writing a frame; guards corr
 	corr     int32
 
-	mu      sync.Mutex // guards pending and err
-	pending []*call    // written, awaiting a response, in wire order
-	err     error      // sticky connection error
+	mu        lockrank.Mutex // a leaf; guards pending, err and reauthDue
+	pending   []*call        // written, awaiting a response, in wire order
+	err       error          // sticky connection error
+	reauthDue bool           // the SASL session is about to end (client_auth.go)
 
 	done       chan struct{} // closed when the connection failed or was closed
 	readerDone chan struct{}
@@ -103,10 +113,21 @@ func DialOptions(ctx context.Context, addr string, opts ClientOptions) (*Client,
 	if err != nil {
 		return nil, err
 	}
+	if opts.TLS != nil {
+		if nc, err = clientTLS(ctx, nc, addr, opts.TLS); err != nil {
+			return nil, err
+		}
+	}
 	c := NewClient(nc, opts)
 	if err := c.handshake(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("protocol: ApiVersions with %s: %w", addr, err)
+	}
+	if opts.SASL != nil {
+		if err := c.saslAuthenticate(ctx, addr, opts.SASL); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("protocol: SASL %s authentication with %s: %w", opts.SASL.Name(), addr, err)
+		}
 	}
 	return c, nil
 }
@@ -130,6 +151,7 @@ func NewClient(nc net.Conn, opts ClientOptions) *Client {
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
+	c.mu.SetRank(lockrank.ClientCalls)
 	go c.readLoop()
 	return c
 }
@@ -187,9 +209,14 @@ func (c *Client) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 func (c *Client) Done() <-chan struct{} { return c.done }
 
 // Err returns why the connection is unusable, or nil while it is healthy.
+// A connection whose SASL session is about to end reports ErrReauthDue:
+// requests already written complete, new ones should go to a new Client.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err == nil && c.reauthDue {
+		return ErrReauthDue
+	}
 	return c.err
 }
 

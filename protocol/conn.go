@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -51,6 +52,8 @@ type conn struct {
 	nonblocking  bool        // readLoop only: connReader reads without waiting
 	reuser       FrameReuser // the Handler, if it lets frames be reused
 	pooled       *[]byte     // readLoop only: the pooled buffer of the frame just read
+
+	sess session // authentication state (auth_conn.go)
 }
 
 // item is one queued request, or the reason to close the connection.
@@ -69,6 +72,11 @@ type item struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.baseCtx)
+	if s.Security.TLS != nil {
+		// The handshake runs on the connection's reader goroutine
+		// (authenticate), never in the accept loop.
+		nc = tls.Server(nc, s.Security.TLS())
+	}
 	reuser, _ := s.Handler.(FrameReuser)
 	return &conn{
 		reuser:     reuser,
@@ -274,6 +282,9 @@ func (c *conn) push(it *item) bool {
 func (c *conn) readLoop() {
 	defer close(c.readerDone)
 	defer close(c.queue)
+	if !c.authenticate() {
+		return
+	}
 	drained := 0 // frames read after Shutdown began
 	for {
 		// Set the deadline before looking at the shutdown flag:
@@ -444,6 +455,10 @@ func (c *conn) handle(it *item) (ok bool) {
 	}()
 	if it.apiVersionsErr {
 		return c.writeMsg(req, 0, c.srv.apiVersionsErrorResponse()) == nil
+	}
+	req.Principal = c.sess.principal
+	if handled, ok := c.checkSession(req); handled {
+		return ok
 	}
 	// time.Now only with an observer: the hot path pays nothing otherwise.
 	var start time.Time

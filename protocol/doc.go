@@ -76,6 +76,28 @@
 // is logged with its API key and version and never takes the process down.
 // Other connections are not affected.
 //
+// # Authentication
+//
+// A listener's Server.Security (auth.go, auth_conn.go; package security
+// builds it) adds TLS and SASL: the TLS handshake runs on the connection's
+// reader goroutine before anything is read; on a SASL listener the reader
+// then runs the exchange one frame at a time, each at most
+// sasl.server.max.receive.size (SASLAuthenticator.MaxReceiveSize) and
+// checked before allocating: ApiVersions (answered by the Handler),
+// SaslHandshake, SaslAuthenticate (or raw size-prefixed tokens after
+// SaslHandshake v0) until the mechanism is done. Any other request closes
+// the connection. A failure is answered with SASL_AUTHENTICATION_FAILED (or
+// UNSUPPORTED_SASL_MECHANISM) after FailedAuthDelay, then the connection
+// closes. Only then do the reader and processor loops start, and every
+// Request carries the connection's Principal. With a session lifetime
+// (connections.max.reauth.ms or an expiring credential, KIP-368) the
+// processor serves a SaslHandshake as the start of a re-authentication and
+// closes a connection whose session expired at its next request.
+//
+// On a TLS connection the zero-copy path falls back to copying: the
+// response writer exposes no file descriptor, so record bytes go through
+// the TLS record layer.
+//
 // # Shutdown
 //
 // Server.Shutdown works like net/http's: it closes the listeners, stops
@@ -87,11 +109,16 @@
 //
 // # Client
 //
-// Dial opens a connection and sends ApiVersions at kmsg's newest version
+// Dial opens a connection (with ClientOptions.TLS, a TLS handshake that
+// verifies the dialled host) and sends ApiVersions at kmsg's newest version
 // with ClientSoftwareName/Version; a server that answers UNSUPPORTED_VERSION
 // is asked again at the version it names (KIP-511). Request then uses
 // min(kmsg max, server max) for each API. Requests from many goroutines are
 // pipelined on the one connection: each gets the next correlation id and
 // its response is matched, in order, by that id. A failed connection fails
-// every waiting request and the Client; callers dial again.
+// every waiting request and the Client; callers dial again. With
+// ClientOptions.SASL the client authenticates after ApiVersions
+// (SaslHandshake v1, SaslAuthenticate); when the server gives a session
+// lifetime, Err reports ErrReauthDue at 85% of it so its owner dials a new
+// connection instead of re-authenticating this one.
 package protocol

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // Defaults for the Server's zero-valued fields, named after Kafka's configs.
@@ -43,6 +45,10 @@ type Request struct {
 	Msg        kmsg.Request
 	Listener   string
 	RemoteAddr net.Addr
+	// Principal is the connection's authenticated principal
+	// (User:ANONYMOUS on PLAINTEXT); requests served in-process set it
+	// themselves.
+	Principal Principal
 }
 
 // Response is what a Handler answers.
@@ -127,6 +133,9 @@ type Server struct {
 	ListenerName string
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
+	// Security is the listener's TLS and SASL (auth.go); the zero value
+	// is PLAINTEXT with every connection User:ANONYMOUS.
+	Security ServerSecurity
 
 	// MaxConnections caps open connections across all listeners served;
 	// Serve stops accepting while the cap is reached (like Kafka's
@@ -167,7 +176,7 @@ type Server struct {
 
 	testHookBusyNotIdle func() // tests: the idle deadline fired while busy
 
-	mu        sync.Mutex // guards the fields below
+	mu        lockrank.Mutex // a leaf (ranked by init); guards the fields below
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	closed    bool
@@ -175,6 +184,7 @@ type Server struct {
 
 func (s *Server) init() {
 	s.initOnce.Do(func() {
+		s.mu.SetRank(lockrank.ConnSet)
 		s.closing = make(chan struct{})
 		if s.MaxConnections > 0 {
 			s.sem = make(chan struct{}, s.MaxConnections)

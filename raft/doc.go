@@ -121,7 +121,12 @@
 // FetchSnapshot, freezing, deletion); listener goroutines and transport
 // goroutines take it briefly and never call out while holding it.
 // CreateSnapshot encodes and writes the .part file without it and takes it to
-// validate, freeze and clean. The log has its own lock.
+// validate, freeze and clean. The log (a storage.Log) has its own locks,
+// taken under Node.mu. Callers hold controller.Controller.mu (Append) or the
+// broker's metadata feeder lock (HighWatermark) when they take Node.mu, so
+// it ranks after those (lockrank.RaftNode). The transport's per-voter dial
+// lock (transportConn.mu, held while dialling) takes the connection map's
+// lock and the client's, both leaves; no Node.mu is held while sending.
 //
 // # Files
 //

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
+	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -80,6 +82,9 @@ type Config struct {
 	TickInterval time.Duration
 	Logger       *zap.Logger
 	Transport    Transport // needed with more than one voter
+	// ClientOptions are the TLS and SASL of the default transport's
+	// connections (the controller listener's security protocol).
+	ClientOptions protocol.ClientOptions
 	// DirectoryID is the meta.properties directory.id of MetadataLogDir,
 	// sent in Fetch (v17 ReplicaDirectoryId) so that a leader describes an
 	// observer with it, as KafkaRaftClient does.
@@ -116,7 +121,7 @@ type Node struct {
 	qs     quorumStateStore
 
 	// mu guards everything below and serialises the core with its I/O.
-	mu       sync.Mutex
+	mu       lockrank.Mutex
 	cond     *sync.Cond // signalled on HW, leader or closed changes
 	core     *Core
 	store    LogStore
@@ -200,7 +205,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	slices.Sort(n.voters)
 	if cfg.Transport == nil {
-		n.ownedTr = NewClientTransport(cfg.Voters, fmt.Sprintf("raft-client-%d", cfg.NodeID), cfg.Logger)
+		n.ownedTr = NewClientTransportOptions(cfg.Voters, fmt.Sprintf("raft-client-%d", cfg.NodeID), cfg.Logger, cfg.ClientOptions)
 		n.cfg.Transport = n.ownedTr
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -210,6 +215,7 @@ func NewNode(cfg Config) (*Node, error) {
 			n.cfg.BootstrapServers = append(n.cfg.BootstrapServers, cfg.Voters[id])
 		}
 	}
+	n.mu.SetRank(lockrank.RaftNode)
 	n.cond = sync.NewCond(&n.mu)
 	return n, nil
 }

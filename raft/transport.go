@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
@@ -23,14 +23,15 @@ type ClientTransport struct {
 	voters   map[int32]VoterEndpoint
 	clientID string
 	log      *zap.Logger
+	opts     protocol.ClientOptions // TLS and SASL of the controller listener
 
-	mu     sync.Mutex
-	conns  map[string]*transportConn
+	mu     lockrank.Mutex            // a leaf
+	conns  map[string]*transportConn // by address
 	closed bool
 }
 
 type transportConn struct {
-	mu sync.Mutex // serialises dialling
+	mu lockrank.Mutex // serialises dialling; takes ClientTransport.mu and the client's lock
 	c  *protocol.Client
 }
 
@@ -39,7 +40,19 @@ func NewClientTransport(voters map[int32]VoterEndpoint, clientID string, log *za
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[string]*transportConn{}}
+	t := &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[string]*transportConn{}}
+	t.mu.SetRank(lockrank.RaftTransport)
+	return t
+}
+
+// NewClientTransportOptions is NewClientTransport dialling with opts (the
+// TLS and SASL of the voters' controller listener); opts.ClientID is set
+// to clientID.
+func NewClientTransportOptions(voters map[int32]VoterEndpoint, clientID string, log *zap.Logger, opts protocol.ClientOptions) *ClientTransport {
+	t := NewClientTransport(voters, clientID, log)
+	opts.ClientID = clientID
+	t.opts = opts
+	return t
 }
 
 // Send implements Transport.
@@ -72,6 +85,7 @@ func (t *ClientTransport) client(ctx context.Context, addr string) (*protocol.Cl
 	tc := t.conns[addr]
 	if tc == nil {
 		tc = &transportConn{}
+		tc.mu.SetRank(lockrank.RaftDial)
 		t.conns[addr] = tc
 	}
 	t.mu.Unlock()
@@ -84,7 +98,9 @@ func (t *ClientTransport) client(ctx context.Context, addr string) (*protocol.Cl
 		tc.c.Close()
 		tc.c = nil
 	}
-	c, err := protocol.Dial(ctx, addr, t.clientID)
+	opts := t.opts
+	opts.ClientID = t.clientID
+	c, err := protocol.DialOptions(ctx, addr, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -226,23 +226,31 @@
 //	ReplicaManager.mu  (partitions map, image; written by OnImage only)
 //	  → Partition.mu   (leadership, ISR, log pointer; read-locked across
 //	                    every append and read, write-locked by OnImage)
+//	    → alterPartitionManager.mu (submitting an ISR change)
 //	    → Partition.stateMu (high watermark moves, followers' fetch state)
-//	      → storage.Log's own locks
+//	      → storage (Manager.mu to create or delete a log, the log's locks)
 //	Partition.watch.mu, sessionCache.mu and producerIDs.mu are leaves: no
-//	other lock is taken while holding them.
+//	other lock is taken while holding them (a fetch resolves topic ids
+//	against one image read before it takes sessionCache.mu).
 //
 //	fetcherManager.mu  (fetcher assignments; OnImage's hook, after rm.mu
 //	                    is released)
 //	  → Partition.mu → Partition.stateMu (reads leadership, truncates)
 //	  → replicaFetcher.mu (a leaf: the fetcher's partition states)
-//	alterPartitionManager.mu is a leaf; its goroutine takes Partition.mu
-//	(for writing: an accepted change commits the ISR) then stateMu, with
-//	nothing else held. The ISR rules read the image and the lag time from
-//	isrView, lock-free, so that Partition.mu never waits on
-//	ReplicaManager.mu. Fetcher goroutines take
-//	replicaFetcher.mu, or Partition.mu then stateMu, never both, and
-//	never fetcherManager.mu; network requests hold no lock. stateMu guards
-//	the pending ISR change (isrChg) with the followers' fetch state.
+//	alterPartitionManager.mu (the queue) is taken before stateMu: a retried
+//	change is re-queued only while it is still the partition's pending one.
+//	Its goroutine sends holding nothing, then takes Partition.mu (for
+//	writing: an accepted change commits the ISR) then stateMu. The ISR
+//	rules read the image and the lag time from isrView, lock-free, so that
+//	Partition.mu never waits on ReplicaManager.mu. Fetcher goroutines take
+//	replicaFetcher.mu, or Partition.mu then stateMu, never both (what a
+//	fetch state update needs from the partition is read first), and never
+//	fetcherManager.mu; network requests hold no lock. stateMu guards the
+//	pending ISR change (isrChg) with the followers' fetch state.
+//
+//	The ranks (lockrank.Fetchers, ReplicaManager, Partition, AlterPartition,
+//	PartitionState, and the leaves) are docs/LOCKING.md's table; under the
+//	race detector and -tags invariants a lock taken out of order panics.
 //
 // Request paths take ReplicaManager.mu only to look a partition up and
 // release it before taking Partition.mu; parked requests hold no lock.

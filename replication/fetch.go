@@ -132,7 +132,16 @@ func (rm *ReplicaManager) Fetch(ctx context.Context, req *kmsg.FetchRequest) *Fe
 	// KIP-392: from v11 a consumer may read from a follower.
 	params.fetchOnlyLeader = params.isFollower || req.Version < 11
 
-	names := rm.topicNameByID
+	// Topic ids resolve against one image read now, without a lock: the
+	// session cache resolves its partitions' ids holding its own lock, a
+	// leaf, so it must not take ReplicaManager.mu to do it.
+	img := rm.Image()
+	names := func(id [16]byte) (string, bool) {
+		if t := img.TopicByID(id); t != nil {
+			return t.Name, true
+		}
+		return "", false
+	}
 	var parts []fetchPart
 	for i := range req.Topics {
 		t := &req.Topics[i]

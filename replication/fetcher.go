@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
 
@@ -75,16 +75,18 @@ type replicaFetcher struct {
 	noDiverging bool
 	sessions    followerSession // only the run goroutine touches it
 
-	mu sync.Mutex // leaf
+	mu lockrank.Mutex // a leaf
 	// Guarded by mu.
 	parts map[storage.TopicPartition]*fetchState
 	gen   uint64
 }
 
 func newReplicaFetcher(rm *ReplicaManager, cfg *ReplicationConfig, leader int32, id int) *replicaFetcher {
-	return &replicaFetcher{rm: rm, cfg: cfg, leader: leader, id: id, done: make(chan struct{}), wake: make(chan struct{}, 1),
+	f := &replicaFetcher{rm: rm, cfg: cfg, leader: leader, id: id, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		logger: rm.logger.With(zap.Int32("leader", leader), zap.Int("fetcherId", id)),
 		parts:  map[storage.TopicPartition]*fetchState{}}
+	f.mu.SetRank(lockrank.FetcherParts)
+	return f
 }
 
 func (f *replicaFetcher) start() {
@@ -386,8 +388,11 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			f.delay(s.tp, k)
 			return errors.Is(err, errLeaderConn)
 		}
+		// read before f.update: replicaFetcher.mu is a leaf, taken after
+		// Partition.mu, never before
+		last := s.p.latestEpoch()
 		f.update(s.tp, k, func(st *fetchState) {
-			st.fetchOffset, st.lastFetchedEpoch, st.delayUntil = next, s.p.latestEpoch(), time.Time{}
+			st.fetchOffset, st.lastFetchedEpoch, st.delayUntil = next, last, time.Time{}
 		})
 	case errors.Is(err, kerr.FencedLeaderEpoch):
 		// Our leader epoch is older than the leader's: wait for the

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -24,6 +25,9 @@ type ReplicationConfig struct {
 	ListenerName string
 	// Dial opens a connection to a leader; nil dials ListenerName.
 	Dial DialLeader
+	// ClientOptions are the TLS and SASL of ListenerName's security
+	// protocol (the ClientID is set here).
+	ClientOptions protocol.ClientOptions
 
 	NumFetchers           int           // num.replica.fetchers
 	FetchMaxBytes         int32         // replica.fetch.max.bytes (per partition)
@@ -112,12 +116,13 @@ type replicator struct {
 func (rm *ReplicaManager) StartReplication(cfg ReplicationConfig) {
 	cfg.setDefaults()
 	if cfg.Dial == nil {
-		cfg.Dial = rm.dialListener(cfg.ListenerName)
+		cfg.Dial = rm.dialListener(cfg.ListenerName, cfg.ClientOptions)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replicator{cfg: cfg, cancel: cancel}
 	r.fetchers = &fetcherManager{rm: rm, cfg: &r.cfg, fetchers: map[fetcherKey]*replicaFetcher{},
 		assigned: map[storage.TopicPartition]assignment{}}
+	r.fetchers.mu.SetRank(lockrank.Fetchers)
 	r.alter = newAlterPartitionManager(rm, cfg.FetchBackoff)
 	rm.isr.lag.Store(int64(cfg.LagTimeMax))
 	rm.repl.Store(r)
@@ -168,7 +173,7 @@ func (rm *ReplicaManager) replicationOnImage(changed, removed []*Partition) {
 }
 
 // dialListener dials a broker's endpoint named listener in the current image.
-func (rm *ReplicaManager) dialListener(listener string) DialLeader {
+func (rm *ReplicaManager) dialListener(listener string, opts protocol.ClientOptions) DialLeader {
 	return func(ctx context.Context, broker int32) (LeaderConn, error) {
 		b := rm.Image().Broker(broker)
 		if b == nil {
@@ -181,8 +186,8 @@ func (rm *ReplicaManager) dialListener(listener string) DialLeader {
 		addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return protocol.DialOptions(dctx, addr, protocol.ClientOptions{
-			ClientID: "broker-" + strconv.Itoa(int(rm.cfg.NodeID)) + "-fetcher", Logger: rm.logger})
+		opts.ClientID, opts.Logger = "broker-"+strconv.Itoa(int(rm.cfg.NodeID))+"-fetcher", rm.logger
+		return protocol.DialOptions(dctx, addr, opts)
 	}
 }
 
@@ -209,7 +214,7 @@ type fetcherManager struct {
 	rm  *ReplicaManager
 	cfg *ReplicationConfig
 
-	mu sync.Mutex
+	mu lockrank.Mutex
 	// Guarded by mu.
 	fetchers map[fetcherKey]*replicaFetcher
 	assigned map[storage.TopicPartition]assignment

@@ -3,7 +3,6 @@ package replication
 import (
 	"context"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -360,14 +360,18 @@ type alterPartitionManager struct {
 	backoff time.Duration
 	wake    chan struct{}
 
-	mu sync.Mutex // leaf
+	// mu is taken under Partition.mu (submit) and before Partition.stateMu
+	// (re-queueing a change only while it is still pending).
+	mu lockrank.Mutex
 	// Guarded by mu.
 	queue map[storage.TopicPartition]*alterItem
 }
 
 func newAlterPartitionManager(rm *ReplicaManager, backoff time.Duration) *alterPartitionManager {
-	return &alterPartitionManager{rm: rm, backoff: backoff, wake: make(chan struct{}, 1),
+	m := &alterPartitionManager{rm: rm, backoff: backoff, wake: make(chan struct{}, 1),
 		queue: map[storage.TopicPartition]*alterItem{}}
+	m.mu.SetRank(lockrank.AlterPartition)
+	return m
 }
 
 func (m *alterPartitionManager) submit(item *alterItem) {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -64,7 +65,7 @@ type ReplicaManager struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 
-	mu sync.RWMutex
+	mu lockrank.RWMutex
 	// Guarded by mu.
 	image      *metadatacache.Image
 	partitions map[storage.TopicPartition]*Partition
@@ -105,9 +106,11 @@ func New(cfg Config) *ReplicaManager {
 		topicCfgs:  map[string]map[string]string{},
 		sessions:   newSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction),
 	}
+	rm.mu.SetRank(lockrank.ReplicaManager)
 	rm.isr.nowFn = cfg.Now
 	rm.pids = &producerIDs{nodeID: cfg.NodeID, controller: cfg.Controller, brokerEpoch: cfg.BrokerEpoch,
 		logger: cfg.Logger, closed: rm.closed}
+	rm.pids.mu.SetRank(lockrank.ProducerIDBlocks)
 	return rm
 }
 

@@ -2,12 +2,12 @@ package replication
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
 
@@ -24,7 +24,7 @@ type Partition struct {
 	topicID [16]byte
 	nodeID  int32
 
-	mu sync.RWMutex
+	mu lockrank.RWMutex
 	// Guarded by mu.
 	log            *storage.Log
 	cfg            storage.Config
@@ -35,7 +35,7 @@ type Partition struct {
 	replicas       []int32
 	isr            []int32
 
-	stateMu sync.Mutex
+	stateMu lockrank.Mutex
 	// Guarded by stateMu.
 	followers map[int32]*followerState
 	isrChg    isrChange // pending AlterPartition (isr.go)
@@ -87,6 +87,9 @@ func newPartition(tp storage.TopicPartition, topicID [16]byte, nodeID int32, vie
 	}
 	p := &Partition{tp: tp, topicID: topicID, nodeID: nodeID, leader: -1, leaderEpoch: -1, partitionEpoch: -1,
 		followers: map[int32]*followerState{}, view: view}
+	p.mu.SetRank(lockrank.Partition)
+	p.stateMu.SetRank(lockrank.PartitionState)
+	p.watch.mu.SetRank(lockrank.Watchers)
 	p.hw.p = p
 	p.leaderEpochStartOffset.Store(-1)
 	return p

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // Producer ids for idempotent producers, Kafka's RPCProducerIdManager: the
@@ -47,7 +48,7 @@ type producerIDs struct {
 	logger      *zap.Logger
 	closed      <-chan struct{}
 
-	mu       sync.Mutex
+	mu       lockrank.Mutex // a leaf (New ranks it)
 	cur      pidBlock
 	next     pidBlock
 	inflight chan struct{} // closed when the request in flight ends; nil if none

@@ -2,8 +2,9 @@ package replication
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // The purgatory. Kafka parks a produce with acks=all (DelayedProduce) or a
@@ -42,7 +43,7 @@ func (w *waiter) wake() {
 
 // watchers is the set of waiters parked on one partition.
 type watchers struct {
-	mu sync.Mutex
+	mu lockrank.Mutex // a leaf (newPartition ranks it): a waiter's wake never blocks
 	ws map[*waiter]struct{}
 }
 

@@ -5,10 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // Incremental fetch sessions (KIP-227), the leader side. Kafka's
@@ -181,12 +182,14 @@ type sessionCache struct {
 	maxEntries int
 	evictAfter time.Duration
 
-	mu       sync.Mutex
+	mu       lockrank.Mutex // a leaf
 	sessions map[int32]*fetchSession
 }
 
 func newSessionCache(maxEntries int, evictAfter time.Duration) *sessionCache {
-	return &sessionCache{maxEntries: maxEntries, evictAfter: evictAfter, sessions: map[int32]*fetchSession{}}
+	c := &sessionCache{maxEntries: maxEntries, evictAfter: evictAfter, sessions: map[int32]*fetchSession{}}
+	c.mu.SetRank(lockrank.FetchSessions)
+	return c
 }
 
 func (c *sessionCache) len() int {

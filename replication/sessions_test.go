@@ -165,3 +165,42 @@ func TestSessionCacheEviction(t *testing.T) {
 		t.Fatal("stale session not evicted")
 	}
 }
+
+// A v13 session partition whose topic id was unknown when the session was
+// created is resolved by a later incremental fetch, from the image the
+// request read before taking the session cache's lock (a leaf: resolving
+// through ReplicaManager.mu under it would break the lock order, which
+// lockrank turns into a panic).
+func TestFetchSessionResolvesTopicIDLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.createTopic("t", 1, []int32{1}, 1, nil, nil)
+		req := fetchReq(13, 0, 0, 1<<20, fetchPartSpec{topic: "t", partition: 0, offset: 0, epoch: -1},
+			fetchPartSpec{topic: "later", partition: 0, offset: 0, epoch: -1})
+		req.SessionEpoch = 0
+		resp := h.fetch(req)
+		id := resp.SessionID
+		if id == 0 {
+			t.Fatalf("no session: %+v", resp)
+		}
+		var unknown bool
+		for _, tp := range resp.Topics {
+			if tp.TopicID == topicID("later") && len(tp.Partitions) == 1 && tp.Partitions[0].ErrorCode == kerr.UnknownTopicID.Code {
+				unknown = true
+			}
+		}
+		if !unknown {
+			t.Fatalf("the unknown topic id was not answered UNKNOWN_TOPIC_ID: %+v", resp.Topics)
+		}
+		h.createTopic("later", 1, []int32{1}, 1, nil, nil)
+		h.produce("later", 0, batch(2, "x"))
+		r := fetchReq(13, 0, 0, 1<<20)
+		r.SessionID, r.SessionEpoch = id, 1
+		resp = h.fetch(r)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].TopicID != topicID("later") ||
+			len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 ||
+			len(values(t, resp.Topics[0].Partitions[0].RecordBatches)) != 2 {
+			t.Fatalf("incremental after the topic appeared: %+v", resp)
+		}
+	})
+}

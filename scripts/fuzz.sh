@@ -4,7 +4,7 @@
 #   go test -run '^$' -fuzz '^FuzzX$' -fuzztime <T> ./pkg
 # with T = KGO_FUZZTIME if set, else the budget KGO_FUZZ_BUDGET (default 105s of
 # fuzzing in total) split evenly, between 3s and 10s per target. Compile time is extra.
-# (16 targets: 6s each. The budget was 150s with 6 targets at the 10s cap, 60s in all;
+# (21 targets: 5s each; the SASL connection, JAAS, SCRAM and OAUTHBEARER parsers are 4 of them. The budget was 150s with 6 targets at the 10s cap, 60s in all;
 # the 9 targets for the on-disk files and __consumer_offsets records added 45s;
 # txn's FuzzTxnRecord, the __transaction_state records, is the 16th.)
 # A failing input is written by Go under <pkg>/testdata/fuzz/<FuzzX>/ ; commit it as a

@@ -3,13 +3,15 @@
 #   1. go vet (also with -tags integration)
 #   2. unit tests with the race detector (need no external tools)
 #   3. short fuzz runs of every Fuzz target (scripts/fuzz.sh)
-#   4. make build
+#   4. make build (the binary users get), then make build-invariants: the same with
+#      -tags invariants, in bin/invariants/kgo-broker, where a broken invariant or lock
+#      order (lockrank, docs/LOCKING.md) panics
 #   5. scripts/install-tools.sh (Kafka's tool jars from Maven Central, kcat; cached)
-#   6. the integration suite against bin/kgo-broker, with KGO_REQUIRE_TOOLS=1 so that a
-#      missing tool fails instead of skipping. It includes the fault suite's short mode
-#      (TestFaults: one run of each fault kind); scripts/install-faults.sh installs
-#      iptables for its network faults, and KGO_REQUIRE_FAULTS=1 makes a fault that
-#      cannot run (no root, no network namespaces) fail instead of skip.
+#   6. the integration suite against bin/invariants/kgo-broker, with KGO_REQUIRE_TOOLS=1
+#      so that a missing tool fails instead of skipping. It includes the fault suite's
+#      short mode (TestFaults: one run of each fault kind); scripts/install-faults.sh
+#      installs iptables for its network faults, and KGO_REQUIRE_FAULTS=1 makes a fault
+#      that cannot run (no root, no network namespaces) fail instead of skip.
 # Environment: GO (default go), KGO_CACHE, KGO_FUZZ_BUDGET / KGO_FUZZTIME (scripts/fuzz.sh),
 # KGO_SKIP_FUZZ=1 and KGO_SKIP_INTEGRATION=1 for quicker local runs (CI sets neither),
 # KGO_INTEGRATION_RUN (a -run pattern for the integration suite).
@@ -39,8 +41,9 @@ else
 	./scripts/fuzz.sh
 fi
 
-section "build (make build)"
+section "build (make build, make build-invariants)"
 make --no-print-directory build GO="$GO"
+make --no-print-directory build-invariants GO="$GO"
 
 if [ -n "${KGO_SKIP_INTEGRATION:-}" ]; then
 	section "integration: skipped (KGO_SKIP_INTEGRATION)"
@@ -59,5 +62,5 @@ export KGO_REQUIRE_FAULTS=1
 section "integration tests (go test -tags integration)"
 run=()
 [ -n "${KGO_INTEGRATION_RUN:-}" ] && run=(-run "$KGO_INTEGRATION_RUN")
-KGO_BROKER_BIN="$ROOT/bin/kgo-broker" \
+KGO_BROKER_BIN="$ROOT/bin/invariants/kgo-broker" \
 	"$GO" test -tags integration -count=1 -timeout 30m -v "${run[@]}" ./integration/...

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // The log cleaner threads the Manager owns (LogCleaner.java, LogCleanerManager.java):
@@ -50,7 +52,7 @@ type CleanerOptions struct {
 }
 
 type cleanerState struct {
-	mu         sync.Mutex
+	mu         lockrank.Mutex // taken after Manager.mu, before a Log's locks
 	inProgress map[TopicPartition]bool
 	maps       chan *offsetMap // one per thread
 	throttle   *throttler
@@ -58,7 +60,7 @@ type cleanerState struct {
 	// unexpected error and the log it failed on (LogCleanerManager's
 	// uncleanablePartitions). Guarded by mu, taken after Manager.mu.
 	uncleanable map[string]map[TopicPartition]*Log
-	ckptMu      sync.Mutex
+	ckptMu      lockrank.Mutex // serializes cleaner-offset-checkpoint writes; taken before Manager.mu
 	stop        chan struct{}
 	wg          sync.WaitGroup
 }
@@ -83,6 +85,8 @@ func (m *Manager) initCleaner() {
 	if c.Sleep == nil {
 		c.Sleep = time.Sleep
 	}
+	m.cleaner.mu.SetRank(lockrank.Cleaner)
+	m.cleaner.ckptMu.SetRank(lockrank.CleanerCheckpoint)
 	m.cleaner.inProgress = map[TopicPartition]bool{}
 	m.cleaner.uncleanable = map[string]map[TopicPartition]*Log{}
 	m.cleaner.maps = make(chan *offsetMap, c.Threads)
@@ -388,8 +392,8 @@ func (m *Manager) checkpointFailed(dir string, err error) error {
 // throttler limits the cleaner's I/O to a rate (Throttler.java): every 300 ms of
 // the clock it compares the bytes done with the rate and sleeps off the excess.
 type throttler struct {
-	mu       sync.Mutex
-	rate     float64 // bytes per second; <= 0 or +Inf: none
+	mu       lockrank.Mutex // a leaf, held while sleeping off the excess
+	rate     float64        // bytes per second; <= 0 or +Inf: none
 	now      func() time.Time
 	sleep    func(time.Duration)
 	start    time.Time
@@ -399,7 +403,9 @@ type throttler struct {
 const throttleCheckInterval = 300 * time.Millisecond
 
 func newThrottler(rate float64, now func() time.Time, sleep func(time.Duration)) *throttler {
-	return &throttler{rate: rate, now: now, sleep: sleep, start: now()}
+	t := &throttler{rate: rate, now: now, sleep: sleep, start: now()}
+	t.mu.SetRank(lockrank.CleanerThrottle)
+	return t
 }
 
 func (t *throttler) take(n int) {

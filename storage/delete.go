@@ -2,9 +2,10 @@ package storage
 
 import (
 	"path/filepath"
-	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // Deleting a whole partition directory (LogManager.asyncDelete, deleteLogs): the
@@ -21,7 +22,7 @@ import (
 
 // dirDeletions are the partition directories waiting for their removal.
 type dirDeletions struct {
-	mu      sync.Mutex
+	mu      lockrank.Mutex // a leaf (OpenManager ranks it)
 	pending []dirDeletion
 }
 

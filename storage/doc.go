@@ -71,9 +71,14 @@
 // kerr.KafkaStorageError. The Manager also runs the log cleaner threads that compact
 // logs with cleanup.policy=compact (cleaner.go, clean.go).
 //
-// Lock order: Manager.mu, then Log.flushMu, then Log.mu. Log.mu guards every field
-// under it (segments, offsets, epoch cache, producer state); fsync runs holding only
-// flushMu, so reads and appends proceed during it.
+// Lock order: Manager.maintainLock, then Manager.ckptMu or cleaner.ckptMu (checkpoint
+// writes), then Manager.mu, then cleaner.mu, then Log.flushMu, then Log.commit (group
+// commit), then Log.mu, then Log.durable (a leaf). Log.mu guards every field under it
+// (segments, offsets, epoch cache, producer state); fsync runs holding only flushMu, so
+// reads and appends proceed during it. Storage never calls up: the cleaner's bound is
+// the log's own high watermark (Log.UpdateHighWatermark), and an I/O error reaches the
+// Manager on its own goroutine. The vfs locks come after all of these. The ranks are
+// docs/LOCKING.md's table (lockrank), checked under -race and -tags invariants.
 //
 // # Files
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -119,8 +120,9 @@ const (
 // indexes, the leader epoch cache and idempotent producer state. It is safe for
 // concurrent use.
 //
-// Lock order: flushMu, then mu. Reads take mu shared; appends, truncation and
-// roll take it exclusively; fsync runs holding only flushMu.
+// Lock order: flushMu, then commit, then mu, then durable (a leaf). Reads take
+// mu shared; appends, truncation and roll take it exclusively; fsync runs
+// holding only flushMu.
 type Log struct {
 	fs     vfs.FS
 	dir    string
@@ -128,11 +130,11 @@ type Log struct {
 	logger *zap.Logger
 	rnd    func(int64) int64
 
-	flushMu sync.Mutex // serializes flushes (group commit) and structural changes
+	flushMu lockrank.Mutex // serializes flushes (group commit) and structural changes
 	bg      sync.WaitGroup
 
 	mu struct {
-		sync.RWMutex
+		lockrank.RWMutex
 		cfg            Config
 		segments       []*segment // ascending base offsets; last is active
 		logStartOffset int64
@@ -163,13 +165,13 @@ type Log struct {
 	// a segment swap makes it fall back to the recovery point. Its own lock, so
 	// that a sync publishes its result without queueing behind appenders on mu.
 	durable struct {
-		sync.Mutex
-		upTo, gen int64
+		lockrank.Mutex // a leaf
+		upTo, gen      int64
 	}
 	// commit coordinates the waiters of group commit (syncTo).
 	commit struct {
-		sync.Mutex
-		running *commitRound // the round a leader is syncing, if any
+		lockrank.Mutex              // taken before mu, never held across a sync
+		running        *commitRound // the round a leader is syncing, if any
 	}
 	onIOError func(err error) // from LogOptions.OnIOError
 	onFlush   func(time.Duration)
@@ -216,6 +218,10 @@ func OpenLog(o LogOptions) (*Log, error) {
 	o.Config = o.Config.normalized()
 	l := &Log{fs: o.FS, dir: o.Dir, now: o.Now, rnd: o.Rand, onIOError: o.OnIOError, onFlush: o.OnFlush,
 		logger: o.Logger.With(zap.String("dir", filepath.Base(o.Dir)))}
+	l.flushMu.SetRank(lockrank.LogFlush)
+	l.commit.SetRank(lockrank.LogCommit)
+	l.mu.SetRank(lockrank.Log)
+	l.durable.SetRank(lockrank.LogDurable)
 	l.mu.cfg = o.Config
 	l.mu.firstDirty = -1
 	l.hwSeen.Store(-1)

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
 
@@ -77,7 +78,7 @@ type Manager struct {
 	logger *zap.Logger
 
 	mu struct {
-		sync.Mutex
+		lockrank.Mutex
 		logs        map[TopicPartition]*managedLog
 		brokerEpoch int64
 		closed      bool
@@ -92,16 +93,17 @@ type Manager struct {
 		released map[TopicPartition]bool
 	}
 	cleaner    cleanerState
-	dirDeletes dirDeletions // -delete directories waiting for removal (delete.go)
-	ckptMu     sync.Mutex   // serializes checkpoint file writes
+	dirDeletes dirDeletions   // -delete directories waiting for removal (delete.go)
+	ckptMu     lockrank.Mutex // serializes checkpoint file writes; taken before mu
 
-	hadClean     map[string]bool
-	prevEpoch    int64
-	unlisted     map[string]bool // log dirs that failed at startup before they were listed
-	stop         chan struct{}
-	loopDone     chan struct{}
-	startOnce    sync.Once
-	maintainLock sync.Mutex
+	hadClean  map[string]bool
+	prevEpoch int64
+	unlisted  map[string]bool // log dirs that failed at startup before they were listed
+	stop      chan struct{}
+	loopDone  chan struct{}
+	startOnce sync.Once
+	// maintainLock serializes Maintain and Close; taken before ckptMu and mu.
+	maintainLock lockrank.Mutex
 }
 
 type managedLog struct {
@@ -178,6 +180,10 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 		return nil, errors.New("storage: no log dirs")
 	}
 	m := &Manager{o: o, logger: o.Logger, hadClean: map[string]bool{}, prevEpoch: -1, unlisted: map[string]bool{}}
+	m.maintainLock.SetRank(lockrank.LogMaintain)
+	m.ckptMu.SetRank(lockrank.LogCheckpoint)
+	m.mu.SetRank(lockrank.LogManager)
+	m.dirDeletes.mu.SetRank(lockrank.DirDeletions)
 	m.mu.logs = map[TopicPartition]*managedLog{}
 	m.mu.offline = map[string]bool{}
 	m.mu.released = map[TopicPartition]bool{}
@@ -393,10 +399,11 @@ func (m *Manager) loadDir(dir string) (parts []TopicPartition, listed bool, _ er
 	}
 	var (
 		wg           sync.WaitGroup
-		emu          sync.Mutex
+		emu          lockrank.Mutex // a leaf: the loaders' errors
 		ioErr, fatal error
 		sem          = make(chan struct{}, m.o.RecoveryThreadsPerDataDir)
 	)
+	emu.SetRank(lockrank.LoadErrors)
 	for _, j := range jobs {
 		wg.Add(1)
 		sem <- struct{}{}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/coordinator"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
@@ -156,8 +157,8 @@ type Coordinator struct {
 	busy   atomic.Int64 // background goroutines running (tests wait for quiet)
 	opsRun atomic.Int64 // operations run on a loop (tests wait for a request to reach its loop)
 
-	mu       sync.Mutex // a leaf
-	creating bool       // a CreateTopics for __transaction_state is in flight
+	mu       lockrank.Mutex // a leaf
+	creating bool           // a CreateTopics for __transaction_state is in flight
 	closed   bool
 }
 
@@ -166,6 +167,7 @@ type Coordinator struct {
 func New(cfg Config) *Coordinator {
 	cfg.defaults()
 	c := &Coordinator{cfg: cfg, log: cfg.Logger}
+	c.mu.SetRank(lockrank.TxnCoordinator)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.markers = newMarkerChannel(c)
 	c.rt = coordinator.New(coordinator.Config[*shard]{

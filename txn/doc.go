@@ -105,11 +105,12 @@
 // # Locks
 //
 // Shards have no lock: everything they own is touched on their loop.
-// Coordinator.mu (topic creation, closing) and markerChannel.mu (the
-// per-broker queues, parked markers, retry timers) are leaves, never held
-// while sending, posting to a loop or waiting. Producer ids and markers go
-// over the network from their own goroutines; results come back as loop
-// events. Nothing here is called with another package's lock held except
-// Context methods on the loop, and the runtime's and clock's locks are
-// leaves too.
+// Coordinator.mu (topic creation, closing) is a leaf; markerChannel.mu (the
+// per-broker queues, parked markers, retry timers; lockrank.MarkerChannel)
+// takes only the clock's lock, a leaf, to schedule or stop a retry timer.
+// Neither is held while sending, posting to a loop or waiting. Producer ids
+// and markers go over the network from their own goroutines; results come
+// back as loop events. Nothing here is called with another package's lock
+// held except Context methods on the loop, and the runtime's and clock's
+// locks come after these (docs/LOCKING.md).
 package txn

@@ -3,7 +3,6 @@ package txn
 import (
 	"context"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/coordinator"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
@@ -286,12 +286,13 @@ func (s *shard) writeCompletion(m *metadata, pc *pendingComplete) {
 
 // markerChannel queues markers per destination broker and sends them
 // (Kafka's TransactionMarkerChannelManager with its InterBrokerSendThread).
-// mu is a leaf: it is never held while sending or posting.
+// mu is never held while sending or posting; timers are scheduled and
+// stopped under it (the clock's lock, a leaf).
 type markerChannel struct {
 	c       *Coordinator
 	backoff time.Duration
 
-	mu           sync.Mutex
+	mu           lockrank.Mutex
 	queues       map[int32][]*markerEntry // destination broker -> markers to send
 	sending      map[int32]bool           // a goroutine is sending to the broker
 	unknown      []*markerEntry           // markers waiting for a partition leader
@@ -305,8 +306,10 @@ type markerChannel struct {
 }
 
 func newMarkerChannel(c *Coordinator) *markerChannel {
-	return &markerChannel{c: c, backoff: c.cfg.MarkerRetryBackoff, queues: map[int32][]*markerEntry{},
+	mc := &markerChannel{c: c, backoff: c.cfg.MarkerRetryBackoff, queues: map[int32][]*markerEntry{},
 		sending: map[int32]bool{}, timers: map[coordinator.Timer]struct{}{}}
+	mc.mu.SetRank(lockrank.MarkerChannel)
+	return mc
 }
 
 // add queues e for broker dest and starts a sender for it if none runs.

@@ -15,6 +15,7 @@ package main
 // configuration the server resolved.
 
 import (
+	"fmt"
 	"io"
 	"os"
 
@@ -28,6 +29,10 @@ const (
 )
 
 func cmdDockerLaunch(args, env []string, stdout, stderr io.Writer) int {
+	return dockerLaunch(args, env, dockerSecretsDir, stdout, stderr)
+}
+
+func dockerLaunch(args, env []string, secretsDir string, stdout, stderr io.Writer) int {
 	file := dockerConfigFile(env, dockerDefaultConfig, dockerMountedConfig)
 	if len(args) > 0 {
 		switch args[0] {
@@ -36,6 +41,12 @@ func cmdDockerLaunch(args, env []string, stdout, stderr io.Writer) int {
 		case "format", "random-uuid", "version", "--version", "help", "-h", "--help":
 			return run(args, env, stdout, stderr)
 		}
+	}
+	// The configure script's SSL and SASL steps (docker_secrets.go).
+	env, err := dockerSecurityEnv(env, secretsDir, func(s string) { fmt.Fprintln(stdout, s) })
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	// A server.properties given on the command line wins over the image's choice.
 	if o, err := parseServeArgs(args, env); err == nil && o.File == "" && file != "" {

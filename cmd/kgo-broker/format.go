@@ -26,6 +26,8 @@ type formatOptions struct {
 	InitialControllers string
 	// Features are the --feature name=level options (the last one of a name wins).
 	Features map[string]int16
+	// Scram are the --add-scram arguments (format_scram.go).
+	Scram []string
 }
 
 // bootstrap is what a format finalizes: the metadata.version and the
@@ -38,6 +40,17 @@ type bootstrap struct {
 	Features     []controller.Feature
 	KRaftVersion int16
 	Voters       *raft.VoterSet
+	// Scram are the --add-scram users' credentials, after the features.
+	Scram []*metadatacache.UserScramCredentialRecord
+}
+
+// records are the bootstrap records: the features, then the SCRAM users.
+func (b bootstrap) records() []metadatacache.Record {
+	recs := controller.BootstrapRecords(b.Features)
+	for _, r := range b.Scram {
+		recs = append(recs, r)
+	}
+	return recs
 }
 
 // defaultBootstrap is what the first-start format uses (a static quorum).
@@ -68,7 +81,18 @@ func resolveBootstrap(cfg *config.Config, o formatOptions) (bootstrap, error) {
 	if err != nil {
 		return bootstrap{}, &formatError{err.Error()}
 	}
-	return bootstrap{MV: mv, Features: fs, KRaftVersion: kv}, nil
+	b := bootstrap{MV: mv, Features: fs, KRaftVersion: kv}
+	for _, a := range o.Scram {
+		r, err := parseAddScram(a)
+		if err != nil {
+			return bootstrap{}, err
+		}
+		if mv < mvScram {
+			return bootstrap{}, &formatError{"SCRAM is only supported in metadata.version 3.5-IV2 or later."}
+		}
+		b.Scram = append(b.Scram, r)
+	}
+	return b, nil
 }
 
 // dynamicVoter is one --initial-controllers entry (DynamicVoter):
@@ -191,11 +215,18 @@ func standaloneVoters(cfg *config.Config) ([]dynamicVoter, error) {
 	return []dynamicVoter{{ID: cfg.NodeID, Host: host, Port: uint16(l.Port), Dir: config.NewDirectoryID()}}, nil
 }
 
+// mvScram is metadata.version 3.5-IV2.
+const mvScram = 11
+
 // String is BootstrapMetadata.toString, which kafka-storage.sh format prints.
 func (b bootstrap) String() string {
 	recs := make([]string, len(b.Features))
 	for i, f := range b.Features {
 		recs[i] = fmt.Sprintf("ApiMessageAndVersion(FeatureLevelRecord(name='%s', featureLevel=%d) at version 0)", f.Name, f.Level)
+	}
+	for _, r := range b.Scram {
+		recs = append(recs, fmt.Sprintf("ApiMessageAndVersion(UserScramCredentialRecord(name='%s', mechanism=%d, salt=(redacted), storedKey=(redacted), serverKey=(redacted), iterations=%d) at version 0)",
+			r.Name, r.Mechanism, r.Iterations))
 	}
 	return fmt.Sprintf("BootstrapMetadata(records=[%s], metadataVersionLevel=%d, source=format command)", strings.Join(recs, ", "), b.MV)
 }
@@ -323,7 +354,7 @@ func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID s
 			if b.KRaftVersion > 0 {
 				ctl.Voters = b.Voters
 			}
-			if err := controller.WriteBootstrapCheckpointControl(s.Dir, controller.BootstrapRecords(b.Features), time.Now().UnixMilli(), ctl); err != nil {
+			if err := controller.WriteBootstrapCheckpointControl(s.Dir, b.records(), time.Now().UnixMilli(), ctl); err != nil {
 				return fmt.Errorf("Error while writing the bootstrap snapshot in %s: %v", s.Dir, err)
 			}
 		}
@@ -587,7 +618,8 @@ func parseFormatArgs(args []string) (configFile string, o formatOptions, err err
 				o.Features[fname] = level
 			}
 		case "-S", "--add-scram":
-			return "", o, fmt.Errorf("argument %s is not supported by kgo-broker yet", name)
+			v, err = value()
+			o.Scram = append(o.Scram, v)
 		default:
 			return "", o, fmt.Errorf("unrecognized arguments: '%s'", a)
 		}

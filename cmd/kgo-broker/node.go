@@ -41,6 +41,7 @@ var newNode = func(nc nodeConfig) (node, error) {
 		DirectoryIDs:   nc.DirectoryIDs,
 		OfflineLogDirs: nc.OfflineLogDirs,
 		Logger:         nc.Logger,
+		KafkaOpts:      os.Getenv("KAFKA_OPTS"),
 		// Request metrics cost a little per request: only when served.
 		Metrics: metrics != nil,
 	})

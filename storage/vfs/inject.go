@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // OpKind names the operation an Injector is asked about.
@@ -81,17 +83,24 @@ func FailAfter(k OpKind, n int64, match func(path string) bool) Injector {
 }
 
 // Switch is an Injector that can be turned on and off from a test.
+// The zero Switch is usable: its lock is ranked (a leaf) on first use.
 type Switch struct {
-	mu sync.Mutex
-	fn Injector
+	once sync.Once
+	mu   lockrank.Mutex
+	fn   Injector
+}
+
+func (s *Switch) lock() {
+	s.once.Do(func() { s.mu.SetRank(lockrank.FaultSwitch) })
+	s.mu.Lock()
 }
 
 // Set installs fn (nil = no faults).
-func (s *Switch) Set(fn Injector) { s.mu.Lock(); s.fn = fn; s.mu.Unlock() }
+func (s *Switch) Set(fn Injector) { s.lock(); s.fn = fn; s.mu.Unlock() }
 
 // Inject is the Injector.
 func (s *Switch) Inject(op Op) Fault {
-	s.mu.Lock()
+	s.lock()
 	fn := s.fn
 	s.mu.Unlock()
 	if fn == nil {

@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/kgo-broker/kgo-broker/lockrank"
 )
 
 // MemFS is an in-memory FS for tests that models what a crash keeps
@@ -27,7 +28,7 @@ import (
 // descriptor keeps its inode. Each directory node remembers the children it
 // had at its last SyncDir, by name, pointing at the nodes they named then.
 type MemFS struct {
-	mu    sync.Mutex
+	mu    lockrank.Mutex      // taken before file nodes' locks
 	nodes map[string]*memNode // cleaned absolute-ish path -> node; dirs and files
 	seq   int64               // numbers directory entry changes, in order
 }
@@ -40,8 +41,8 @@ type memNode struct {
 	syncedChildren map[string]*memNode
 	pending        []dirChange
 
-	mu     sync.Mutex // guards data, size, synced, ssize, mod
-	data   []byte     // bytes [len(data), size) are zeros (sparse preallocation)
+	mu     lockrank.Mutex // a leaf; guards data, size, synced, ssize, mod
+	data   []byte         // bytes [len(data), size) are zeros (sparse preallocation)
 	size   int64
 	synced []byte // the bytes as of the last Sync
 	ssize  int64
@@ -55,10 +56,24 @@ func NewMem() FS { return newMem() }
 func NewMemFS() *MemFS { return newMem() }
 
 func newMem() *MemFS {
-	m := &MemFS{nodes: map[string]*memNode{}}
-	m.nodes["/"] = &memNode{dir: true, syncedChildren: map[string]*memNode{}}
-	m.nodes["."] = &memNode{dir: true, syncedChildren: map[string]*memNode{}}
+	m := newMemFS()
+	m.nodes["/"] = newNode(true, time.Time{})
+	m.nodes["/"].syncedChildren = map[string]*memNode{}
+	m.nodes["."] = newNode(true, time.Time{})
+	m.nodes["."].syncedChildren = map[string]*memNode{}
 	return m
+}
+
+func newMemFS() *MemFS {
+	m := &MemFS{nodes: map[string]*memNode{}}
+	m.mu.SetRank(lockrank.MemFS)
+	return m
+}
+
+func newNode(dir bool, mod time.Time) *memNode {
+	n := &memNode{dir: dir, mod: mod}
+	n.mu.SetRank(lockrank.MemNode)
+	return n
 }
 
 func clean(name string) string {
@@ -133,13 +148,14 @@ func (m *MemFS) CrashClone(opts ...CrashOption) *MemFS {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := &MemFS{nodes: map[string]*memNode{}}
+	c := newMemFS()
 	kept := m.crashEntriesLocked(&cfg)
 	files := map[*memNode]*memNode{}
 	var walk func(p string, n *memNode)
 	walk = func(p string, n *memNode) {
 		children := kept[n]
-		nn := &memNode{dir: true, mod: n.mod, syncedChildren: map[string]*memNode{}}
+		nn := newNode(true, n.mod)
+		nn.syncedChildren = map[string]*memNode{}
 		c.nodes[p] = nn
 		for _, name := range sortedNames(children) {
 			child := children[name]
@@ -225,7 +241,7 @@ func (m *MemFS) crashEntriesLocked(cfg *crashCfg) map[*memNode]map[string]*memNo
 func (n *memNode) crashFile(cfg *crashCfg) *memNode {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	nn := &memNode{mod: n.mod}
+	nn := newNode(false, n.mod)
 	data, size := n.synced, n.ssize
 	if cfg.all {
 		data, size = n.data, n.size
@@ -284,7 +300,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 		if err := m.lookupDir(c); err != nil {
 			return nil, err
 		}
-		n = &memNode{mod: time.Now()}
+		n = newNode(false, time.Now())
 		m.nodes[c] = n
 		m.changeLocked(parent(c), path.Base(c), n, m.nextSeqLocked())
 	} else if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
@@ -299,7 +315,9 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 		n.size = 0
 		n.mu.Unlock()
 	}
-	return &memFile{fs: m, name: name, node: n, flag: flag}, nil
+	f := &memFile{fs: m, name: name, node: n, flag: flag}
+	f.mu.SetRank(lockrank.MemFile)
+	return f, nil
 }
 
 func (m *MemFS) Create(name string) (File, error) {
@@ -406,7 +424,7 @@ func (m *MemFS) MkdirAll(p string, perm os.FileMode) error {
 				return pathErr("mkdir", p, errors.New("not a directory"))
 			}
 		} else {
-			nd := &memNode{dir: true, mod: time.Now()}
+			nd := newNode(true, time.Now())
 			m.nodes[d] = nd
 			created = append(created, d)
 		}
@@ -499,7 +517,7 @@ type memFile struct {
 	name   string
 	node   *memNode
 	flag   int
-	mu     sync.Mutex // guards pos, closed
+	mu     lockrank.Mutex // guards pos, closed; taken before the node's lock
 	pos    int64
 	closed bool
 }
