@@ -123,9 +123,14 @@ func TestNodeDynamicQuorum(t *testing.T) {
 				t.Errorf("node %+v", nd)
 			}
 		}
+		// The add commits on a majority of the new set (1 and 3); 2 learns
+		// the set at its next fetch.
 		for id := int32(1); id <= 3; id++ {
-			if vs := c.nodes[id].Voters(); vs.Len() != 3 {
-				t.Errorf("node %d voters %v", id, vs)
+			for i := 0; c.nodes[id].Voters().Len() != 3; i++ {
+				if i == 500 {
+					t.Fatalf("node %d voters %v", id, c.nodes[id].Voters())
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 		}
 
