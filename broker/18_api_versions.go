@@ -10,7 +10,10 @@ package broker
 //     ApiVersions range (KIP-511), so the client retries lower.
 //   - v3+ reports supported features (every production feature, at the
 //     ranges kgo-broker implements: controller.SupportedFeatures) and the
-//     finalized ones from the metadata image.
+//     finalized ones from the metadata image; on a broker listener also
+//     kraft.version from raft when it is above 0 (KRaftMetadataCache.features:
+//     it is a raft control record, not a FeatureLevelRecord; a controller's
+//     FeatureControlManager.finalizedFeatures leaves it out).
 //
 // Version notes:
 //   - v1: ThrottleMillis
@@ -48,7 +51,7 @@ func handleApiVersions(ctx context.Context, b *Broker, req *protocol.Request) (p
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	if r.Version >= 3 {
-		b.fillFeatures(resp)
+		b.fillFeatures(resp, where)
 	}
 	return protocol.Response{Msg: resp}, nil
 }
@@ -76,7 +79,7 @@ func validSoftwareName(s string) bool {
 // fillFeatures adds the supported and finalized features (KIP-584) that
 // kafka-features.sh describe prints. The finalized epoch is the offset of
 // the metadata image, as a KRaft broker reports it.
-func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse) {
+func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse, where listenerKind) {
 	for _, f := range supportedFeatures {
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
 		sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.Min, f.Max
@@ -87,8 +90,14 @@ func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse) {
 	}
 	img := b.meta.Image()
 	resp.FinalizedFeaturesEpoch = img.Offset
-	for _, name := range sortedKeys(img.Features()) {
-		level, _ := img.Feature(name)
+	finalized := img.Features() // a copy
+	if where == onBroker && b.kraftVersion != nil {
+		if kv := b.kraftVersion(); kv > 0 {
+			finalized["kraft.version"] = kv
+		}
+	}
+	for _, name := range sortedKeys(finalized) {
+		level := finalized[name]
 		if level == 0 {
 			continue
 		}

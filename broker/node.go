@@ -309,6 +309,7 @@ func (n *Node) start(ctx context.Context) error {
 		now:                 now,
 		cfg:                 cfg,
 		meta:                n.cache,
+		kraftVersion:        n.raft.KRaftVersion,
 		controllerListeners: map[string]bool{},
 		settings: settings{
 			autoCreateTopics:  cfg.Bool("auto.create.topics.enable"),
