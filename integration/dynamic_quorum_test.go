@@ -23,13 +23,13 @@ import (
 // dynamicNode is a kgo-broker node of a dynamic quorum: every node finds the
 // quorum through controller.quorum.bootstrap.servers (no
 // controller.quorum.voters).
-func dynamicNode(t *testing.T, c *mixedCluster, id int32, controller bool, port int, bootstrap string) *mixedNode {
+func dynamicNode(t *testing.T, c *mixedCluster, id int32, kind nodeKind, controller bool, port int, bootstrap string) *mixedNode {
 	t.Helper()
-	root, err := os.MkdirTemp("", fmt.Sprintf("kgo-it-dynamic-%d-", id))
+	root, err := os.MkdirTemp("", fmt.Sprintf("kgo-it-dynamic-%s-%d-", kind, id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &mixedNode{mixedSpec: mixedSpec{ID: id, Kind: kindKgo, Controller: controller}, t: t, c: c, dir: root, port: port}
+	n := &mixedNode{mixedSpec: mixedSpec{ID: id, Kind: kind, Controller: controller}, t: t, c: c, dir: root, port: port}
 	n.props = filepath.Join(root, "server.properties")
 	n.logPath = filepath.Join(root, "node.log")
 	n.Addr = fmt.Sprintf("127.0.0.1:%d", port)
@@ -56,6 +56,40 @@ func (n *mixedNode) dirID(t *testing.T) string {
 		t.Fatalf("node %d has no directory.id", n.ID)
 	}
 	return id
+}
+
+// formatDynamic formats a node with kgo-broker format or, for a Kafka node,
+// kafka-storage.sh format (with the features kgo-broker does not implement
+// at 0) and flag (--standalone, --no-initial-controllers).
+func formatDynamic(t *testing.T, c *mixedCluster, n *mixedNode, flag string) {
+	t.Helper()
+	bin, args := brokerBin, []string{"format", "-t", c.clusterID, "-c", n.props, flag}
+	if n.Kind == kindKafka {
+		bin = kafkaReference()
+		args = append(args, "--feature", "eligible.leader.replicas.version=0", "--feature", "share.version=0", "--feature", "streams.version=0")
+	}
+	if r := RunCommand(t, RunOpts{Hermetic: true}, bin, args...); r.ExitCode != 0 {
+		t.Fatalf("format %s node %d %s:\n%s", n.Kind, n.ID, flag, r)
+	}
+}
+
+// addController runs kafka-metadata-quorum.sh add-controller for n against
+// addr (flag --bootstrap-controller or --bootstrap-server), retrying while
+// the leader refuses it (the observer not caught up yet, a change pending).
+func addController(t *testing.T, n *mixedNode, flag, addr string) {
+	t.Helper()
+	var r ToolResult
+	waitFor(t, 60*time.Second, fmt.Sprintf("add-controller %d", n.ID), func() error {
+		r = KafkaTool(t, RunOpts{}, "kafka-metadata-quorum.sh", "--command-config", n.props, flag, addr, "add-controller")
+		if r.ExitCode != 0 {
+			return fmt.Errorf("%s", r)
+		}
+		return nil
+	})
+	want := fmt.Sprintf("Added controller %d with directory id %s and endpoints: CONTROLLER://%s", n.ID, n.dirID(t), n.Addr)
+	if !strings.Contains(r.Stdout, want) {
+		t.Fatalf("add-controller %d: want %q\n%s", n.ID, want, r)
+	}
 }
 
 // quorumRow is one line of kafka-metadata-quorum.sh describe --replication.
@@ -151,18 +185,12 @@ func TestDynamicQuorum(t *testing.T) {
 	}
 	bs := strings.Join(bootstrap, ",")
 	ctl := []*mixedNode{
-		dynamicNode(t, c, 1, true, ports[0], bs),
-		dynamicNode(t, c, 2, true, ports[1], bs),
-		dynamicNode(t, c, 3, true, ports[2], bs),
+		dynamicNode(t, c, 1, kindKgo, true, ports[0], bs),
+		dynamicNode(t, c, 2, kindKgo, true, ports[1], bs),
+		dynamicNode(t, c, 3, kindKgo, true, ports[2], bs),
 	}
-	broker := dynamicNode(t, c, 4, false, ports[3], bs)
-	format := func(n *mixedNode, flag string) {
-		t.Helper()
-		r := RunCommand(t, RunOpts{Hermetic: true}, brokerBin, "format", "-t", c.clusterID, "-c", n.props, flag)
-		if r.ExitCode != 0 {
-			t.Fatalf("format node %d %s:\n%s", n.ID, flag, r)
-		}
-	}
+	broker := dynamicNode(t, c, 4, kindKgo, false, ports[3], bs)
+	format := func(n *mixedNode, flag string) { formatDynamic(t, c, n, flag) }
 	format(ctl[0], "--standalone")
 	format(ctl[1], "--no-initial-controllers")
 	format(ctl[2], "--no-initial-controllers")
@@ -189,23 +217,7 @@ func TestDynamicQuorum(t *testing.T) {
 	ctl[2].Start()
 	waitReplication(t, c, "--bootstrap-server", broker.Addr, map[int32]string{1: "Leader", 2: "Observer", 3: "Observer", 4: "Observer"})
 
-	add := func(n *mixedNode, flag, addr string) {
-		t.Helper()
-		var r ToolResult
-		// AddRaftVoter waits for the observer to catch up and for the
-		// previous change to commit; retry what the leader refuses meanwhile.
-		waitFor(t, 60*time.Second, fmt.Sprintf("add-controller %d", n.ID), func() error {
-			r = KafkaTool(t, RunOpts{}, "kafka-metadata-quorum.sh", "--command-config", n.props, flag, addr, "add-controller")
-			if r.ExitCode != 0 {
-				return fmt.Errorf("%s", r)
-			}
-			return nil
-		})
-		want := fmt.Sprintf("Added controller %d with directory id %s and endpoints: CONTROLLER://%s", n.ID, n.dirID(t), n.Addr)
-		if !strings.Contains(r.Stdout, want) {
-			t.Fatalf("add-controller %d: want %q\n%s", n.ID, want, r)
-		}
-	}
+	add := func(n *mixedNode, flag, addr string) { addController(t, n, flag, addr) }
 	add(ctl[1], "--bootstrap-controller", ctl[0].Addr)
 	add(ctl[2], "--bootstrap-server", broker.Addr)
 	waitReplication(t, c, "--bootstrap-controller", ctl[0].Addr, map[int32]string{1: "Leader", 2: "Follower", 3: "Follower", 4: "Observer"})
@@ -254,4 +266,59 @@ func TestDynamicQuorum(t *testing.T) {
 	want := map[int32]string{1: "Follower", 2: "Follower", 3: "Follower", 4: "Observer"}
 	want[leader] = "Leader"
 	waitReplication(t, c, "--bootstrap-server", broker.Addr, want)
+}
+
+// TestDynamicQuorumMixed: a dynamic quorum of kgo-broker and Apache Kafka
+// 4.4 controllers. kgo-broker controller 1 is formatted --standalone, Kafka
+// controller 2 (kafka-storage.sh format --no-initial-controllers) and
+// kgo-broker controller 3 join as observers and are added with
+// add-controller; then leaders are killed until the Kafka controller leads
+// the kgo-broker voters (kraft.version 1: replica directory ids in Vote,
+// BeginQuorumEpoch and Fetch, the voter set from the log on both kinds),
+// and until a kgo-broker controller leads again. Each leader serves
+// CreateTopics and DescribeQuorum through the kgo-broker broker 4.
+func TestDynamicQuorumMixed(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
+	}
+	c := &mixedCluster{t: t, clusterID: newClusterID()}
+	ports := freePorts(t, 4)
+	var bootstrap []string
+	for _, p := range ports[:3] {
+		bootstrap = append(bootstrap, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	bs := strings.Join(bootstrap, ",")
+	ctl := []*mixedNode{
+		dynamicNode(t, c, 1, kindKgo, true, ports[0], bs),
+		dynamicNode(t, c, 2, kindKafka, true, ports[1], bs),
+		dynamicNode(t, c, 3, kindKgo, true, ports[2], bs),
+	}
+	broker := dynamicNode(t, c, 4, kindKgo, false, ports[3], bs)
+	formatDynamic(t, c, ctl[0], "--standalone")
+	formatDynamic(t, c, ctl[1], "--no-initial-controllers")
+	formatDynamic(t, c, ctl[2], "--no-initial-controllers")
+	for _, n := range c.nodes {
+		n.Start()
+	}
+	c.waitBrokers(3 * readyTimeout())
+	waitReplication(t, c, "--bootstrap-server", broker.Addr, map[int32]string{1: "Leader", 2: "Observer", 3: "Observer", 4: "Observer"})
+	addController(t, ctl[1], "--bootstrap-controller", ctl[0].Addr)
+	addController(t, ctl[2], "--bootstrap-server", broker.Addr)
+	waitReplication(t, c, "--bootstrap-server", broker.Addr, map[int32]string{1: "Leader", 2: "Follower", 3: "Follower", 4: "Observer"})
+	dqCreateTopic(t, c, broker, "dqm-kgo-leader")
+
+	checkVoters := func(leader int32) {
+		t.Helper()
+		want := map[int32]string{1: "Follower", 2: "Follower", 3: "Follower", 4: "Observer"}
+		want[leader] = "Leader"
+		waitReplication(t, c, "--bootstrap-server", broker.Addr, want)
+	}
+	leader := failoverUntil(t, c, broker, kindKgo, kindKafka)
+	checkVoters(leader)
+	dqCreateTopic(t, c, broker, "dqm-kafka-leader")
+	leader = failoverUntil(t, c, broker, kindKafka, kindKgo)
+	checkVoters(leader)
+	dqCreateTopic(t, c, broker, "dqm-kgo-again")
 }

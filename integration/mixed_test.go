@@ -459,38 +459,8 @@ func TestMixedQuorum(t *testing.T) {
 		t.Fatalf("share.version upgrade:\n%s", r)
 	}
 
-	leaderNow := func() int32 {
-		var l int32
-		waitFor(t, 3*readyTimeout(), "the active controller", func() (err error) {
-			l, err = quorumLeader(t, broker)
-			return err
-		})
-		return l
-	}
-	// failover kills the active controller (restarting it at once) until
-	// one of kind want is active, at least once when from is its kind.
-	failover := func(from, want nodeKind) int32 {
-		t.Helper()
-		leader := leaderNow()
-		for i := 0; c.node(leader).Kind != want || (i == 0 && c.node(leader).Kind == from); i++ {
-			if i == 8 {
-				t.Fatalf("controller %d is still active after %d failovers", leader, i)
-			}
-			old := c.node(leader)
-			old.Kill()
-			waitFor(t, 3*readyTimeout(), fmt.Sprintf("a new active controller after %s controller %d died", old.Kind, old.ID), func() error {
-				l, err := quorumLeader(t, broker)
-				if err == nil && l == old.ID {
-					err = fmt.Errorf("still %d", l)
-				}
-				leader = l
-				return err
-			})
-			t.Logf("%s controller %d died: %s controller %d is active", old.Kind, old.ID, c.node(leader).Kind, leader)
-			old.Start()
-		}
-		return leader
-	}
+	leaderNow := func() int32 { return activeController(t, broker) }
+	failover := func(from, want nodeKind) int32 { return failoverUntil(t, c, broker, from, want) }
 	// A kgo-broker leader first, then kill kgo-broker leaders until a Kafka
 	// controller leads.
 	failover(kindKafka, kindKgo)
@@ -518,6 +488,44 @@ func TestMixedQuorum(t *testing.T) {
 	// Kill Kafka leaders until a kgo-broker controller leads again.
 	failover(kindKafka, kindKgo)
 	createTopic("mq-under-kgo")
+}
+
+// activeController waits for the raft leader that DescribeQuorum through
+// broker reports.
+func activeController(t *testing.T, broker *mixedNode) int32 {
+	t.Helper()
+	var l int32
+	waitFor(t, 3*readyTimeout(), "the active controller", func() (err error) {
+		l, err = quorumLeader(t, broker)
+		return err
+	})
+	return l
+}
+
+// failoverUntil kills the active controller (kill -9, restarted at once)
+// until one of kind want is active, at least once when the first one is of
+// kind from; every kill must elect a new leader. It returns the leader.
+func failoverUntil(t *testing.T, c *mixedCluster, broker *mixedNode, from, want nodeKind) int32 {
+	t.Helper()
+	leader := activeController(t, broker)
+	for i := 0; c.node(leader).Kind != want || (i == 0 && c.node(leader).Kind == from); i++ {
+		if i == 8 {
+			t.Fatalf("controller %d is still active after %d failovers", leader, i)
+		}
+		old := c.node(leader)
+		old.Kill()
+		waitFor(t, 3*readyTimeout(), fmt.Sprintf("a new active controller after %s controller %d died", old.Kind, old.ID), func() error {
+			l, err := quorumLeader(t, broker)
+			if err == nil && l == old.ID {
+				err = fmt.Errorf("still %d", l)
+			}
+			leader = l
+			return err
+		})
+		t.Logf("%s controller %d died: %s controller %d is active", old.Kind, old.ID, c.node(leader).Kind, leader)
+		old.Start()
+	}
+	return leader
 }
 
 // describeControllerIDs sends DescribeCluster (EndpointType CONTROLLER) to a
