@@ -268,21 +268,30 @@ func TestDynamicQuorum(t *testing.T) {
 	waitReplication(t, c, "--bootstrap-server", broker.Addr, want)
 }
 
-// TestDynamicQuorumMixed: a dynamic quorum of kgo-broker and Apache Kafka
-// 4.4 controllers. kgo-broker controller 1 is formatted --standalone, Kafka
-// controller 2 (kafka-storage.sh format --no-initial-controllers) and
-// kgo-broker controller 3 join as observers and are added with
-// add-controller; then leaders are killed until the Kafka controller leads
-// the kgo-broker voters (kraft.version 1: replica directory ids in Vote,
-// BeginQuorumEpoch and Fetch, the voter set from the log on both kinds),
-// and until a kgo-broker controller leads again. Each leader serves
-// CreateTopics and DescribeQuorum through the kgo-broker broker 4.
+// TestDynamicQuorumMixed: dynamic quorums of kgo-broker and Apache Kafka
+// 4.4 controllers, first with a kgo-broker controller formatted
+// --standalone, then with a Kafka one (kgo-broker then reads Kafka's
+// bootstrap checkpoint and answers the Kafka leader's ApiVersions for its
+// kraft.version range). The other two controllers (one of the other kind,
+// one kgo-broker) are formatted --no-initial-controllers, join as observers
+// and are added with add-controller; then leaders are killed until a Kafka
+// controller leads kgo-broker voters (kraft.version 1: replica directory
+// ids in Vote, BeginQuorumEpoch and Fetch, the voter set from the log on
+// both kinds), until a kgo-broker controller leads again, and until a Kafka
+// one leads again. Each leader serves CreateTopics and DescribeQuorum
+// through the kgo-broker broker 4.
 func TestDynamicQuorumMixed(t *testing.T) {
 	t.Parallel()
 	requireKafkaTools(t)
 	if strings.Contains(brokerBin, "kafka-reference-broker") {
 		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
 	}
+	for _, kinds := range [][3]nodeKind{{kindKgo, kindKafka, kindKgo}, {kindKafka, kindKgo, kindKgo}} {
+		t.Run(fmt.Sprintf("standalone-%s", kinds[0]), func(t *testing.T) { dynamicQuorumMixed(t, kinds) })
+	}
+}
+
+func dynamicQuorumMixed(t *testing.T, kinds [3]nodeKind) {
 	c := &mixedCluster{t: t, clusterID: newClusterID()}
 	ports := freePorts(t, 4)
 	var bootstrap []string
@@ -290,10 +299,9 @@ func TestDynamicQuorumMixed(t *testing.T) {
 		bootstrap = append(bootstrap, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	bs := strings.Join(bootstrap, ",")
-	ctl := []*mixedNode{
-		dynamicNode(t, c, 1, kindKgo, true, ports[0], bs),
-		dynamicNode(t, c, 2, kindKafka, true, ports[1], bs),
-		dynamicNode(t, c, 3, kindKgo, true, ports[2], bs),
+	var ctl []*mixedNode
+	for i, k := range kinds {
+		ctl = append(ctl, dynamicNode(t, c, int32(i+1), k, true, ports[i], bs))
 	}
 	broker := dynamicNode(t, c, 4, kindKgo, false, ports[3], bs)
 	formatDynamic(t, c, ctl[0], "--standalone")
@@ -307,7 +315,7 @@ func TestDynamicQuorumMixed(t *testing.T) {
 	addController(t, ctl[1], "--bootstrap-controller", ctl[0].Addr)
 	addController(t, ctl[2], "--bootstrap-server", broker.Addr)
 	waitReplication(t, c, "--bootstrap-server", broker.Addr, map[int32]string{1: "Leader", 2: "Follower", 3: "Follower", 4: "Observer"})
-	dqCreateTopic(t, c, broker, "dqm-kgo-leader")
+	dqCreateTopic(t, c, broker, "dqm-first-leader")
 
 	checkVoters := func(leader int32) {
 		t.Helper()
@@ -320,5 +328,10 @@ func TestDynamicQuorumMixed(t *testing.T) {
 	dqCreateTopic(t, c, broker, "dqm-kafka-leader")
 	leader = failoverUntil(t, c, broker, kindKafka, kindKgo)
 	checkVoters(leader)
-	dqCreateTopic(t, c, broker, "dqm-kgo-again")
+	dqCreateTopic(t, c, broker, "dqm-kgo-leader")
+	// And a Kafka leader again (with a Kafka controller formatted
+	// --standalone, the first failover found it leading already).
+	leader = failoverUntil(t, c, broker, kindKgo, kindKafka)
+	checkVoters(leader)
+	dqCreateTopic(t, c, broker, "dqm-kafka-again")
 }
