@@ -21,9 +21,12 @@ package broker
 //     listener does not check them, as Kafka's ControllerApis does not.
 //   - v3+ reports supported features (every production feature, at the
 //     ranges kgo-broker implements: controller.SupportedFeatures) and the
-//     finalized ones at a non-zero level from the metadata image. Below v4
-//     a supported feature whose minimum is 0 is left out (KAFKA-17011:
-//     older clients reject a 0 minimum).
+//     finalized ones at a non-zero level from the metadata image; on a
+//     broker listener also kraft.version from raft when it is above 0
+//     (KRaftMetadataCache.features: it is a raft control record, not a
+//     FeatureLevelRecord; a controller's FeatureControlManager.finalizedFeatures
+//     leaves it out). Below v4 a supported feature whose minimum is 0 is left
+//     out (KAFKA-17011: older clients reject a 0 minimum).
 //
 // Version notes:
 //   - v1: ThrottleMillis
@@ -64,7 +67,7 @@ func handleApiVersions(ctx context.Context, b *Broker, req *protocol.Request) (p
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	if r.Version >= 3 {
-		b.fillFeatures(resp, r.Version < 4)
+		b.fillFeatures(resp, where, r.Version < 4)
 	}
 	return protocol.Response{Msg: resp}, nil
 }
@@ -105,7 +108,7 @@ func validSoftwareName(s string) bool {
 // the metadata image, as a KRaft broker reports it. skipMinZero drops
 // supported features whose minimum is 0 (requests below v4,
 // ApiVersionsResponse.maybeFilterSupportedFeatureKeys).
-func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse, skipMinZero bool) {
+func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse, where listenerKind, skipMinZero bool) {
 	for _, f := range supportedFeatures {
 		if skipMinZero && f.Min == 0 {
 			continue
@@ -119,8 +122,14 @@ func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse, skipMinZero bool) 
 	}
 	img := b.meta.Image()
 	resp.FinalizedFeaturesEpoch = img.Offset
-	for _, name := range sortedKeys(img.Features()) {
-		level, _ := img.Feature(name)
+	finalized := img.Features() // a copy
+	if where == onBroker && b.kraftVersion != nil {
+		if kv := b.kraftVersion(); kv > 0 {
+			finalized["kraft.version"] = kv
+		}
+	}
+	for _, name := range sortedKeys(finalized) {
+		level := finalized[name]
 		if level == 0 {
 			continue
 		}

@@ -82,6 +82,7 @@ var forwardableKeys = map[int16]bool{
 	67: true, // AllocateProducerIds
 	80: true, // AddRaftVoter
 	81: true, // RemoveRaftVoter
+	94: true, // UnregisterController (KIP-1223)
 }
 
 // Forwarded is what a controller knows of the client behind an Envelope

@@ -54,6 +54,11 @@ type Broker struct {
 	// RPCs); nil when this node is not a controller.
 	controllerHandler func(ctx context.Context, req *protocol.Request) (protocol.Response, error)
 
+	// kraftVersion is raft's kraft.version (a control record, not in the
+	// image), which the broker listener's ApiVersions finalizes when above
+	// 0 (KRaftMetadataCache.features); nil in tests.
+	kraftVersion func() int16
+
 	controllerListeners map[string]bool
 	settings            settings
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -183,17 +184,29 @@ func (n *Node) start(ctx context.Context) error {
 	for id, hp := range cfg.QuorumVoters {
 		voters[id] = raft.VoterEndpoint{Host: hp.Host, Port: int(hp.Port)}
 	}
+	var bootstrap []raft.VoterEndpoint
+	for _, hp := range cfg.QuorumBootstrapServers {
+		bootstrap = append(bootstrap, raft.VoterEndpoint{Host: hp.Host, Port: int(hp.Port)})
+	}
 	rn, err := raft.NewNode(raft.Config{
-		NodeID:          cfg.NodeID,
-		Voters:          voters,
-		ClusterID:       n.nc.ClusterID,
-		MetadataLogDir:  cfg.MetadataLogDir,
-		FS:              n.nc.FS,
-		Now:             now,
-		ElectionTimeout: time.Duration(cfg.Int("controller.quorum.election.timeout.ms")) * time.Millisecond,
-		FetchTimeout:    time.Duration(cfg.Int("controller.quorum.fetch.timeout.ms")) * time.Millisecond,
-		RequestTimeout:  time.Duration(cfg.Int("controller.quorum.request.timeout.ms")) * time.Millisecond,
-		Logger:          n.logger.Named("raft"),
+		NodeID: cfg.NodeID,
+		// controller.quorum.voters (kraft.version 0) or, for a dynamic
+		// quorum (KIP-853), controller.quorum.bootstrap.servers: the voter
+		// set then comes from the log and the bootstrap checkpoint.
+		Voters:           voters,
+		BootstrapServers: bootstrap,
+		ListenerName:     firstOr(cfg.ControllerListenerNames, "CONTROLLER"),
+		LocalEndpoints:   localControllerEndpoints(cfg),
+		CanBecomeVoter:   cfg.ProcessRoles.IsController(),
+		AutoJoin:         cfg.ProcessRoles.IsController() && cfg.Bool("controller.quorum.auto.join.enable"),
+		ClusterID:        n.nc.ClusterID,
+		MetadataLogDir:   cfg.MetadataLogDir,
+		FS:               n.nc.FS,
+		Now:              now,
+		ElectionTimeout:  time.Duration(cfg.Int("controller.quorum.election.timeout.ms")) * time.Millisecond,
+		FetchTimeout:     time.Duration(cfg.Int("controller.quorum.fetch.timeout.ms")) * time.Millisecond,
+		RequestTimeout:   time.Duration(cfg.Int("controller.quorum.request.timeout.ms")) * time.Millisecond,
+		Logger:           n.logger.Named("raft"),
 		// The metadata log dir's directory.id, sent in Fetch: a leader
 		// describes observers (brokers) with it.
 		DirectoryID: n.nc.DirectoryIDs[cfg.MetadataLogDir],
@@ -302,6 +315,7 @@ func (n *Node) start(ctx context.Context) error {
 		now:                 now,
 		cfg:                 cfg,
 		meta:                n.cache,
+		kraftVersion:        n.raft.KRaftVersion,
 		controllerListeners: map[string]bool{},
 		settings: settings{
 			autoCreateTopics:  cfg.Bool("auto.create.topics.enable"),
@@ -477,7 +491,7 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 	if _, isRaft := raft.ServedVersions[req.Key]; isRaft {
 		resp, err = n.raft.HandleRequest(ctx, req.Msg)
 	} else if r, ok := req.Msg.(*kmsg.DescribeClusterRequest); ok {
-		resp = describeControllers(r, n.nc.ClusterID, req.Listener, n.raft.LeaderAndEpoch().LeaderID, n.cache.Image(), n.cfg.QuorumVoters)
+		resp = describeControllers(r, n.nc.ClusterID, req.Listener, n.raft.LeaderAndEpoch().LeaderID, n.cache.Image(), n.voterAddrs())
 	} else {
 		resp, err = n.ctrl.Handle(ctx, req.Msg)
 	}
@@ -488,17 +502,53 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 	return protocol.Response{Msg: resp}, nil
 }
 
-// activeController reports the raft leader and its CONTROLLER address.
+// activeController reports the raft leader and its CONTROLLER address (the
+// leader's endpoint from the voter set or its own messages: with dynamic
+// voters it need not be in the configuration).
 func (n *Node) activeController() (int32, string, bool) {
-	le := n.raft.LeaderAndEpoch()
-	if le.LeaderID < 0 {
-		return -1, "", false
+	return n.raft.LeaderEndpoint()
+}
+
+// voterAddrs are the voters' addresses on the default controller listener
+// (DescribeCluster on the CONTROLLER listener).
+func (n *Node) voterAddrs() map[int32]config.HostPort {
+	out := map[int32]config.HostPort{}
+	listener := firstOr(n.cfg.ControllerListenerNames, "CONTROLLER")
+	for _, v := range n.raft.Voters().Voters() {
+		if e, ok := v.Endpoint(listener); ok {
+			out[v.Key.ID] = config.HostPort{Host: e.Host, Port: int32(e.Port)}
+		} else if hp, ok := n.cfg.QuorumVoters[v.Key.ID]; ok {
+			out[v.Key.ID] = hp
+		}
 	}
-	hp, ok := n.cfg.QuorumVoters[le.LeaderID]
-	if !ok {
-		return -1, "", false
+	return out
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) > 0 {
+		return s[0]
 	}
-	return le.LeaderID, hp.String(), true
+	return def
+}
+
+// localControllerEndpoints are this controller's advertised controller
+// listeners (KafkaRaftManager's localListeners); an empty host is the
+// machine's host name, as Kafka advertises it.
+func localControllerEndpoints(cfg *config.Config) []raft.Endpoint {
+	if !cfg.ProcessRoles.IsController() {
+		return nil
+	}
+	var out []raft.Endpoint
+	for _, l := range cfg.AdvertisedControllerListeners {
+		host := l.Host
+		if host == "" {
+			if h, err := os.Hostname(); err == nil {
+				host = h
+			}
+		}
+		out = append(out, raft.Endpoint{Name: l.Name, Host: host, Port: uint16(l.Port)})
+	}
+	return out
 }
 
 // registration builds this broker's BrokerRegistration request.

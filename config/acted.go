@@ -10,6 +10,8 @@ var actedKeys = append([]string{
 	"node.id",
 	"broker.id",
 	"controller.quorum.voters",
+	"controller.quorum.bootstrap.servers",
+	"controller.quorum.auto.join.enable",
 	"controller.listener.names",
 	"listeners",
 	"advertised.listeners",

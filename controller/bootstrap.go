@@ -50,19 +50,28 @@ func BootstrapRecords(features []Feature) []metadatacache.Record {
 }
 
 // EncodeBootstrapCheckpoint renders the zero checkpoint kafka-storage.sh
-// format writes for these records (Formatter.writeBoostrapSnapshot).
-func EncodeBootstrapCheckpoint(records []metadatacache.Record, nowMs int64) []byte {
+// format writes for these records (Formatter.writeBoostrapSnapshot); ctl are
+// the kraft.version and, for --standalone or --initial-controllers, the
+// initial voters, in the header's batch (raft reads them as the voter set of
+// an empty log).
+func EncodeBootstrapCheckpoint(records []metadatacache.Record, nowMs int64, ctl raft.SnapshotControl) []byte {
 	raw := make([][]byte, len(records))
 	for i, r := range records {
 		raw[i] = metadatacache.EncodeRecord(r)
 	}
-	return raft.EncodeSnapshot(raft.OffsetAndEpoch{}, nowMs, nowMs, raw)
+	return raft.EncodeSnapshotControl(raft.OffsetAndEpoch{}, nowMs, nowMs, ctl, raw)
 }
 
-// WriteBootstrapCheckpoint writes the zero checkpoint into the metadata log
-// dir (creating __cluster_metadata-0), through a temporary file that is
-// synced and renamed into place.
+// WriteBootstrapCheckpoint writes the zero checkpoint of a static quorum
+// (kraft.version 0) into the metadata log dir.
 func WriteBootstrapCheckpoint(metadataLogDir string, records []metadatacache.Record, nowMs int64) error {
+	return WriteBootstrapCheckpointControl(metadataLogDir, records, nowMs, raft.SnapshotControl{})
+}
+
+// WriteBootstrapCheckpointControl writes the zero checkpoint into the
+// metadata log dir (creating __cluster_metadata-0), through a temporary file
+// that is synced and renamed into place.
+func WriteBootstrapCheckpointControl(metadataLogDir string, records []metadatacache.Record, nowMs int64, ctl raft.SnapshotControl) error {
 	dir := metadataPartitionDir(metadataLogDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -73,7 +82,7 @@ func WriteBootstrapCheckpoint(metadataLogDir string, records []metadatacache.Rec
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(EncodeBootstrapCheckpoint(records, nowMs))
+	_, err = f.Write(EncodeBootstrapCheckpoint(records, nowMs, ctl))
 	if err == nil {
 		err = f.Sync()
 	}

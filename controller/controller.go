@@ -294,6 +294,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.alterPartition(ctx, r), nil
 	case *kmsg.UpdateFeaturesRequest:
 		return c.updateFeatures(ctx, r), nil
+	case *kmsg.UnregisterControllerRequest:
+		return c.unregisterController(ctx, r), nil
 	case *kmsg.ControllerRegistrationRequest:
 		return c.registerController(ctx, r), nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
@@ -652,6 +654,10 @@ func notController(req kmsg.Request) kmsg.Response {
 				resp.Results = append(resp.Results, res)
 			}
 		}
+		return resp
+	case *kmsg.UnregisterControllerRequest:
+		resp := r.ResponseKind().(*kmsg.UnregisterControllerResponse)
+		resp.ErrorCode = code
 		return resp
 	}
 	return req.ResponseKind()

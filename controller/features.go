@@ -20,8 +20,11 @@ import (
 // cluster bootstraps 4.4-IV2, as kafka-storage.sh format does, with the
 // feature levels Kafka 4.4 formats it with except three whose behaviour
 // kgo-broker does not implement yet, which stay at 0 (see productionFeatures).
-// kraft.version is a raft control record, never a FeatureLevelRecord, and
-// stays 0: raft has static voters only.
+// kraft.version is a raft control record (KRaftVersionRecord), never a
+// FeatureLevelRecord: 0 for static voters (controller.quorum.voters), 1 for
+// dynamic voters (KIP-853), which a format with --standalone,
+// --initial-controllers or --no-initial-controllers gets and UpdateFeatures
+// upgrades a running static quorum to (raft.Node.UpgradeKRaftVersion).
 
 const (
 	featureMetadataVersion = metadatacache.MetadataVersionFeature
@@ -106,8 +109,7 @@ func (f FeatureSpec) DefaultLevel(mv int16) int16 {
 // group.version 1 (KIP-848) and transaction.version 2 (KIP-890) are
 // supported as Kafka 4.4 bootstraps them.
 var productionFeatures = []FeatureSpec{
-	{Name: featureKRaftVersion, Levels: levels(metadatacache.MV3_3_IV3, 21), MaxSupported: 0,
-		Unsupported: "kgo-broker's raft has static voters only (controller.quorum.voters); dynamic quorums (KIP-853) are not implemented"},
+	{Name: featureKRaftVersion, Levels: levels(metadatacache.MV3_3_IV3, 21), MaxSupported: 1},
 	{Name: featureTxnVersion, Levels: levels(metadatacache.MV3_3_IV3, 24, 24), MaxSupported: 2},
 	{Name: featureGroupVersion, Levels: levels(metadatacache.MV3_3_IV3, 22), MaxSupported: 1},
 	{Name: featureELRVersion, Levels: []FeatureLevelSpec{{BootstrapMV: metadatacache.MV3_3_IV3},
@@ -289,11 +291,20 @@ func BootstrapFeatures(mv int16, given map[string]int16, dynamicQuorum bool) ([]
 	return out, nil
 }
 
-// kraftVersionLevel is Formatter.effectiveKRaftFeatureLevel. Not given, a
-// dynamic quorum gets kraft.version 1 in Kafka; kgo-broker caps the default
-// at the 0 it supports, as it does every default.
+// EffectiveKRaftVersion is the kraft.version a format writes (the --feature
+// kraft.version given, else 1 for a dynamic quorum and 0 for a static one).
+func EffectiveKRaftVersion(given map[string]int16, dynamicQuorum bool) (int16, error) {
+	level, ok := given[featureKRaftVersion]
+	return kraftVersionLevel(level, ok, dynamicQuorum)
+}
+
+// kraftVersionLevel is Formatter.effectiveKRaftFeatureLevel: not given, a
+// dynamic quorum gets kraft.version 1, a static one 0.
 func kraftVersionLevel(level int16, given, dynamicQuorum bool) (int16, error) {
 	if !given {
+		if dynamicQuorum {
+			return 1, nil
+		}
 		return 0, nil
 	}
 	if level == 0 && dynamicQuorum {

@@ -36,7 +36,7 @@ func writeMem(t *testing.T, fs vfs.FS, path string, b []byte) {
 
 func TestSupportedFeatures(t *testing.T) {
 	want := []FeatureRange{
-		{"eligible.leader.replicas.version", 0, 0}, {"group.version", 0, 1}, {"kraft.version", 0, 0},
+		{"eligible.leader.replicas.version", 0, 0}, {"group.version", 0, 1}, {"kraft.version", 0, 1},
 		{"metadata.version", 7, 33}, {"share.version", 0, 0}, {"streams.version", 0, 0}, {"transaction.version", 0, 2},
 	}
 	if got := SupportedFeatures(); !reflect.DeepEqual(got, want) {
@@ -88,7 +88,6 @@ func TestBootstrapFeatures(t *testing.T) {
 		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 1}, err: "eligible.leader.replicas.version level 1 is not supported by kgo-broker"},
 		{mv: 33, given: map[string]int16{"kraft.version": 1}, err: "Cannot set kraft.version to 1 unless controller.quorum.voters is empty"},
 		{mv: 33, given: map[string]int16{"kraft.version": 0}, dynamic: true, err: "Cannot set kraft.version to 0 if controller.quorum.voters is empty"},
-		{mv: 33, given: map[string]int16{"kraft.version": 1}, dynamic: true, err: "kraft.version level 1 is not supported by kgo-broker"},
 		{mv: 34, err: "No MetadataVersion with feature level 34. Valid feature levels are from 7 to 33."},
 	}
 	for _, c := range cases {
@@ -225,7 +224,6 @@ func TestUpdateFeatures(t *testing.T) {
 		{featureUpdate("group.version", -1, upgradeSafeDowngrade), "Invalid update version -1 for feature group.version. A feature version cannot be less than 0."},
 		{featureUpdate("nope", 0, upgradeUpgrade), "Invalid update version 0 for feature nope. Feature nope not found."},
 		{featureUpdate("nope", 1, upgradeUpgrade), "Invalid update version 1 for feature nope. Local controller 1 does not support this feature."},
-		{featureUpdate("kraft.version", 1, upgradeUpgrade), "Invalid update version 1 for feature kraft.version. Local controller 1 does not support this feature."},
 	} {
 		check(updateFeatures(2, false, c.u), fail(c.want))
 	}
@@ -245,6 +243,7 @@ func TestUpdateFeatures(t *testing.T) {
 		t.Fatalf("features %v", e.c.Image().Features())
 	}
 	check(updateFeatures(2, false, featureUpdate("kraft.version", 0, upgradeUpgrade)), "")
+	check(updateFeatures(2, false, featureUpdate("kraft.version", 0, upgradeSafeDowngrade)), "")
 
 	// A registered broker that supports less limits the update.
 	r := e.register(2, 1)
@@ -413,7 +412,7 @@ func TestBootstrapFromKafkaFormat(t *testing.T) {
 		}
 		// kgo-broker writes the same records in the same layout: header at
 		// 0, the records from 1, the footer after them.
-		s, err := raft.DecodeSnapshot(raft.OffsetAndEpoch{}, EncodeBootstrapCheckpoint(BootstrapRecords(feats), 1))
+		s, err := raft.DecodeSnapshot(raft.OffsetAndEpoch{}, EncodeBootstrapCheckpoint(BootstrapRecords(feats), 1, raft.SnapshotControl{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +428,7 @@ func TestBootstrapFromKafkaFormat(t *testing.T) {
 // checkpoint has no metadata records.
 func TestReadLegacyBootstrap(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, LegacyBootstrapFile), EncodeBootstrapCheckpoint(BootstrapRecords([]Feature{{"metadata.version", 21}}), 1), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, LegacyBootstrapFile), EncodeBootstrapCheckpoint(BootstrapRecords([]Feature{{"metadata.version", 21}}), 1, raft.SnapshotControl{}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteBootstrapCheckpoint(dir, nil, 1); err != nil {
@@ -507,5 +506,39 @@ func TestStateReplaysClearElr(t *testing.T) {
 	}
 	if ps := s.topics[id].parts[0]; len(ps.elr) != 0 || ps.partitionEpoch != 1 {
 		t.Fatalf("%+v", ps)
+	}
+}
+
+// TestUpgradeKRaftVersion: kafka-features.sh upgrade --feature
+// kraft.version=1 on a running static quorum (a real single-voter
+// raft.Node): raft appends KRaftVersionRecord 1 and the voter set with the
+// leader's directory id, the controller a NoOpRecord; downgrading is refused.
+func TestUpgradeKRaftVersion(t *testing.T) {
+	e := newTestEnv(t, nil)
+	upd := func(level int16, typ int8, validateOnly bool) *kmsg.UpdateFeaturesResponse {
+		r := kmsg.NewPtrUpdateFeaturesRequest()
+		r.Version, r.ValidateOnly = 1, validateOnly
+		r.FeatureUpdates = append(r.FeatureUpdates, featureUpdate("kraft.version", level, typ))
+		return e.do(r).(*kmsg.UpdateFeaturesResponse)
+	}
+	if r := upd(1, upgradeUpgrade, true); r.ErrorCode != 0 || e.node.KRaftVersion() != 0 {
+		t.Fatalf("validate only: %d %v, kraft.version %d", r.ErrorCode, r.ErrorMessage, e.node.KRaftVersion())
+	}
+	if r := upd(1, upgradeUpgrade, false); r.ErrorCode != 0 {
+		t.Fatalf("upgrade: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	if v := e.node.KRaftVersion(); v != 1 {
+		t.Fatalf("kraft.version %d after the upgrade", v)
+	}
+	if vs := e.node.Voters(); vs.Len() != 1 || !vs.IsVoter(raft.ReplicaKey{ID: 1, DirectoryID: [16]byte{0: 0xd1, 15: 1}}) ||
+		!vs.IsVoter(raft.ReplicaKey{ID: 1, DirectoryID: [16]byte{0: 0xd1, 15: 1}}) {
+		t.Fatalf("voters %v", vs)
+	}
+	if r := upd(1, upgradeUpgrade, false); r.ErrorCode != 0 {
+		t.Fatalf("again: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	if r := upd(0, upgradeSafeDowngrade, false); r.ErrorCode != kerr.InvalidUpdateVersion.Code ||
+		!strings.Contains(*r.ErrorMessage, "Can't downgrade the version of this feature.") {
+		t.Fatalf("downgrade: %d %v", r.ErrorCode, *r.ErrorMessage)
 	}
 }

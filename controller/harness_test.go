@@ -156,7 +156,7 @@ func (e *testEnv) start(mod func(*Config)) {
 	n, err := raft.NewNode(raft.Config{
 		NodeID: 1, Voters: map[int32]raft.VoterEndpoint{1: {Host: "localhost", Port: 9093}},
 		ClusterID: "test-cluster", MetadataLogDir: "/kraft", FS: e.fs,
-		Rand: mrand.New(mrand.NewSource(1)),
+		Rand: mrand.New(mrand.NewSource(1)), DirectoryID: [16]byte{0: 0xd1, 15: 1}, CanBecomeVoter: true,
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -24,8 +24,11 @@ package controller
 //   - metadata.version: lowering it is refused when a level in between changed
 //     the metadata records (UNSAFE_DOWNGRADE is not supported either), as
 //     MetadataVersion.checkIfMetadataChanged decides;
-//   - kraft.version is a raft control record: only its current level (0) is
-//     accepted, as a NoOpRecord;
+//   - kraft.version is a raft control record: an upgrade to 1 asks raft to
+//     append it (raft.Node.UpgradeKRaftVersion: every voter must have sent the
+//     leader its directory id with UpdateRaftVoter and support 1), then writes a
+//     NoOpRecord, as FeatureControlManager does through its KRaftVersionAccessor;
+//     it cannot be downgraded;
 //   - any other feature must be a production feature whose level exists, with
 //     its dependencies met (eligible.leader.replicas.version 1 needs
 //     metadata.version 4.0-IV1); level 0 removes it.
@@ -35,13 +38,16 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/raft"
 )
 
 // Feature upgrade types (FeatureUpdate.UpgradeType).
@@ -52,6 +58,13 @@ const (
 	upgradeUnsafe        int8 = 3
 )
 
+// kraftVersioner is the part of *raft.Node that reads and upgrades
+// kraft.version (Kafka's KRaftVersionAccessor).
+type kraftVersioner interface {
+	KRaftVersion() int16
+	UpgradeKRaftVersion(epoch int32, version int16, validateOnly bool) error
+}
+
 func (c *Controller) updateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	img := c.cache.Image()
@@ -60,8 +73,24 @@ func (c *Controller) updateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 		apiErr *apiError
 	)
 	c.view(func(s *state) {
-		recs, apiErr = c.featureUpdates(s.features, img, req)
+		finalized := s.features
+		if kv, ok := c.cfg.Raft.(kraftVersioner); ok {
+			finalized = maps.Clone(s.features)
+			finalized[featureKRaftVersion] = kv.KRaftVersion()
+		}
+		recs, apiErr = c.featureUpdates(finalized, img, req)
 	})
+	if apiErr == nil {
+		// The kraft.version upgrade is raft's, outside stateMu.
+		for _, u := range req.FeatureUpdates {
+			if u.Feature != featureKRaftVersion || req.Version > 0 && u.UpgradeType != upgradeUpgrade {
+				continue
+			}
+			if apiErr = c.upgradeKRaftVersion(u.MaxVersionLevel, req.ValidateOnly); apiErr != nil {
+				break
+			}
+		}
+	}
 	if apiErr == nil && !req.ValidateOnly && len(recs) > 0 {
 		if _, err := c.write(ctx, recs); err != nil {
 			apiErr = bareAPIError(kerr.NotController)
@@ -253,4 +282,24 @@ func (c *Controller) metadataVersionUpdate(current, level int16, unsafe bool) (m
 // invalidUpdateVersion is FeatureControlManager.invalidUpdateVersion.
 func invalidUpdateVersion(name string, level int16, reason string) *apiError {
 	return newAPIError(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", level, name, reason)
+}
+
+// upgradeKRaftVersion asks raft to append the kraft.version upgrade
+// (FeatureControlManager.updateFeature: KRaftVersionAccessor.upgradeKRaftVersion);
+// raft refuses with Kafka's messages.
+func (c *Controller) upgradeKRaftVersion(level int16, validateOnly bool) *apiError {
+	kv, ok := c.cfg.Raft.(kraftVersioner)
+	if !ok || level == 0 {
+		return nil
+	}
+	err := kv.UpgradeKRaftVersion(c.mu.activeEpoch, level, validateOnly)
+	var ue *raft.UpgradeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return newAPIError(kerr.ErrorForCode(ue.Code).(*kerr.Error), "%s", ue.Msg)
+	default:
+		return bareAPIError(kerr.NotController)
+	}
 }

@@ -14,7 +14,8 @@ package integration
 //     min.insync.replicas=2, ISR shrink and expand across kinds, leader
 //     failover by kill -9, no acknowledged record lost;
 //   - TestMixedQuorum: a quorum of kgo-broker and Kafka controllers that
-//     register with each other (ControllerRegistration, KIP-919).
+//     register with each other (ControllerRegistration, KIP-919) and elect
+//     each other's kind after the leader dies.
 //
 // One cluster per subtest group; the steps of a cluster run in order on it.
 
@@ -412,23 +413,29 @@ func countAcked(acked, got map[string]bool) int {
 	return n
 }
 
-// TestMixedQuorum runs a quorum of two kgo-broker controllers and one Kafka
-// controller with a kgo-broker broker: every controller registers with the
+// TestMixedQuorum runs a quorum of two kgo-broker controllers and two Kafka
+// controllers with a kgo-broker broker: every controller registers with the
 // active controller whichever kind it is (ControllerRegistration, KIP-919),
 // as the Kafka controller's DescribeCluster (registrations only) and
 // UpdateFeatures (which refuses while a voter has not registered) show.
-// With KGO_IT_MIXED_QUORUM_FAILOVER=1 it also makes the Kafka controller
-// active and checks that a restarted kgo-broker controller registers its
-// new incarnation with it (failing today: see the note in the test).
+// Then leaders are killed (kill -9, restarted at once) in both directions: a
+// kgo-broker leader until a Kafka controller leads, where a restarted
+// kgo-broker controller registers its new incarnation with it, and a Kafka
+// leader until a kgo-broker controller leads again. With four voters a
+// majority is three, so every one of these elections needs the votes of
+// both kinds (Vote and BeginQuorumEpoch with replica directory ids, Kafka's
+// UpdateRaftVoter to a kgo-broker leader, pre-votes), and each new leader
+// serves CreateTopics through the broker.
 func TestMixedQuorum(t *testing.T) {
 	t.Parallel()
 	c := startMixed(t,
 		mixedSpec{ID: 1, Kind: kindKgo, Controller: true}, mixedSpec{ID: 2, Kind: kindKgo, Controller: true},
-		mixedSpec{ID: 3, Kind: kindKafka, Controller: true}, mixedSpec{ID: 4, Kind: kindKgo})
-	broker := c.node(4)
+		mixedSpec{ID: 3, Kind: kindKafka, Controller: true}, mixedSpec{ID: 4, Kind: kindKafka, Controller: true},
+		mixedSpec{ID: 5, Kind: kindKgo})
+	broker := c.node(5)
 	waitFor(t, 60*time.Second, "every controller registered", func() error {
 		ids, err := describeControllerIDs(c.node(3))
-		if err == nil && !slices.Equal(ids, []int32{1, 2, 3}) {
+		if err == nil && !slices.Equal(ids, []int32{1, 2, 3, 4}) {
 			err = fmt.Errorf("Kafka controller 3 lists %v", ids)
 		}
 		return err
@@ -436,55 +443,28 @@ func TestMixedQuorum(t *testing.T) {
 	if r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "group.version=1", "--dry-run"); r.ExitCode != 0 {
 		t.Fatalf("UpdateFeatures with every voter registered:\n%s", r)
 	}
-	waitFor(t, 60*time.Second, "CreateTopics through the kgo-broker broker", func() error {
-		r, err := adminOf(t, c, broker).CreateTopic(ctxT(t, 20*time.Second), 1, 1, nil, "mq-topic")
-		if err == nil && r.Err != nil && !isErr(r.Err, kerr.TopicAlreadyExists) {
-			err = r.Err
-		}
-		return err
-	})
+	createTopic := func(name string) {
+		t.Helper()
+		waitFor(t, 60*time.Second, "CreateTopics "+name+" through the kgo-broker broker", func() error {
+			r, err := adminOf(t, c, broker).CreateTopic(ctxT(t, 20*time.Second), 1, 1, nil, name)
+			if err == nil && r.Err != nil && !isErr(r.Err, kerr.TopicAlreadyExists) {
+				err = r.Err
+			}
+			return err
+		})
+	}
+	createTopic("mq-topic")
 	r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "share.version=1")
 	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 1 for feature share.version.") {
 		t.Fatalf("share.version upgrade:\n%s", r)
 	}
 
-	// The reverse: a kgo-broker controller registering with an active Kafka
-	// controller. Getting there needs a failover from the kgo-broker leader,
-	// and today the two survivors (one kgo-broker, one Kafka voter) never
-	// elect a leader (both keep raising the epoch; raft interop, see
-	// docs/STATUS.md), so this part runs only when asked for.
-	if os.Getenv("KGO_IT_MIXED_QUORUM_FAILOVER") == "" {
-		t.Log("skipping the failover to the Kafka controller (KGO_IT_MIXED_QUORUM_FAILOVER=1 runs it)")
-		return
-	}
-	leaderNow := func() int32 {
-		var l int32
-		waitFor(t, 3*readyTimeout(), "the active controller", func() (err error) {
-			l, err = quorumLeader(t, broker)
-			return err
-		})
-		return l
-	}
-	// Make the Kafka controller the active one: kill -9 active kgo-broker
-	// controllers (one at a time, restarting each) until it is.
-	leader := leaderNow()
-	for i := 0; c.node(leader).Kind != kindKafka; i++ {
-		if i == 6 {
-			t.Fatalf("controller %d is still active", leader)
-		}
-		old := c.node(leader)
-		old.Kill()
-		waitFor(t, 3*readyTimeout(), "a new active controller", func() error {
-			l, err := quorumLeader(t, broker)
-			if err == nil && l == old.ID {
-				err = fmt.Errorf("still %d", l)
-			}
-			leader = l
-			return err
-		})
-		old.Start()
-	}
-	t.Logf("Kafka controller %d is active", leader)
+	leaderNow := func() int32 { return activeController(t, broker) }
+	failover := func(from, want nodeKind) int32 { return failoverUntil(t, c, broker, from, want) }
+	// A kgo-broker leader first, then kill kgo-broker leaders until a Kafka
+	// controller leads.
+	failover(kindKafka, kindKgo)
+	leader := failover(kindKgo, kindKafka)
 	// A kgo-broker controller's new incarnation registers with it.
 	n1 := c.node(1)
 	n1.Kill()
@@ -501,16 +481,51 @@ func TestMixedQuorum(t *testing.T) {
 		}
 		return nil
 	})
-	if l := leaderNow(); c.node(l).Kind != kindKafka {
+	if l := leaderNow(); l != leader {
 		t.Logf("the active controller moved to %d meanwhile", l)
 	}
-	waitFor(t, 60*time.Second, "CreateTopics under the Kafka controller", func() error {
-		r, err := adminOf(t, c, broker).CreateTopic(ctxT(t, 20*time.Second), 1, 1, nil, "mq-under-kafka")
-		if err == nil && r.Err != nil && !isErr(r.Err, kerr.TopicAlreadyExists) {
-			err = r.Err
-		}
+	createTopic("mq-under-kafka")
+	// Kill Kafka leaders until a kgo-broker controller leads again.
+	failover(kindKafka, kindKgo)
+	createTopic("mq-under-kgo")
+}
+
+// activeController waits for the raft leader that DescribeQuorum through
+// broker reports.
+func activeController(t *testing.T, broker *mixedNode) int32 {
+	t.Helper()
+	var l int32
+	waitFor(t, 3*readyTimeout(), "the active controller", func() (err error) {
+		l, err = quorumLeader(t, broker)
 		return err
 	})
+	return l
+}
+
+// failoverUntil kills the active controller (kill -9, restarted at once)
+// until one of kind want is active, at least once when the first one is of
+// kind from; every kill must elect a new leader. It returns the leader.
+func failoverUntil(t *testing.T, c *mixedCluster, broker *mixedNode, from, want nodeKind) int32 {
+	t.Helper()
+	leader := activeController(t, broker)
+	for i := 0; c.node(leader).Kind != want || (i == 0 && c.node(leader).Kind == from); i++ {
+		if i == 8 {
+			t.Fatalf("controller %d is still active after %d failovers", leader, i)
+		}
+		old := c.node(leader)
+		old.Kill()
+		waitFor(t, 3*readyTimeout(), fmt.Sprintf("a new active controller after %s controller %d died", old.Kind, old.ID), func() error {
+			l, err := quorumLeader(t, broker)
+			if err == nil && l == old.ID {
+				err = fmt.Errorf("still %d", l)
+			}
+			leader = l
+			return err
+		})
+		t.Logf("%s controller %d died: %s controller %d is active", old.Kind, old.ID, c.node(leader).Kind, leader)
+		old.Start()
+	}
+	return leader
 }
 
 // describeControllerIDs sends DescribeCluster (EndpointType CONTROLLER) to a

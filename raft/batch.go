@@ -55,8 +55,12 @@ func EncodeEntry(e Entry) []byte {
 		rec = binary.AppendVarint(rec, 0)        // timestamp delta
 		rec = binary.AppendVarint(rec, int64(i)) // offset delta
 		if e.Control {
+			typ := e.ControlType
+			if i < len(e.ControlTypes) {
+				typ = e.ControlTypes[i]
+			}
 			rec = binary.AppendVarint(rec, 4)
-			rec = append(rec, 0, 0, byte(uint16(e.ControlType)>>8), byte(e.ControlType))
+			rec = append(rec, 0, 0, byte(uint16(typ)>>8), byte(typ))
 		} else {
 			rec = binary.AppendVarint(rec, -1)
 		}
@@ -122,15 +126,22 @@ func walkBatches(b []byte, verify bool, fn func(h batchHeader, raw []byte) error
 	return nil
 }
 
-// recordValues decodes the record values of one uncompressed batch.
-func recordValues(h batchHeader, raw []byte) ([][]byte, error) {
+// batchRecord is one record of a batch: its offset delta, key and value.
+type batchRecord struct {
+	offsetDelta int64
+	key, value  []byte // nil when null
+}
+
+// decodeRecords decodes the records of one uncompressed batch; keys and
+// values alias raw.
+func decodeRecords(h batchHeader, raw []byte) ([]batchRecord, error) {
 	if h.attrs&attrCompression != 0 {
 		return nil, fmt.Errorf("%w: compressed raft batch at %d", errBadBatch, h.baseOffset)
 	}
 	if h.count < 0 || int64(h.count) > int64(len(raw)) {
 		return nil, fmt.Errorf("%w: record count %d", errBadBatch, h.count)
 	}
-	out := make([][]byte, 0, h.count)
+	out := make([]batchRecord, 0, h.count)
 	b := raw[batchHeaderSize:]
 	bad := fmt.Errorf("%w: records of batch at %d", errBadBatch, h.baseOffset)
 	for i := int32(0); i < h.count; i++ {
@@ -143,15 +154,18 @@ func recordValues(h batchHeader, raw []byte) ([][]byte, error) {
 		if len(r) < 1 {
 			return nil, bad
 		}
-		r = r[1:]                // attributes
-		for j := 0; j < 2; j++ { // timestamp delta, offset delta
-			if _, n := binary.Varint(r); n <= 0 {
-				return nil, bad
-			} else {
-				r = r[n:]
-			}
+		r = r[1:]                             // attributes
+		if _, n := binary.Varint(r); n <= 0 { // timestamp delta
+			return nil, bad
+		} else {
+			r = r[n:]
 		}
-		var val []byte
+		var rec batchRecord
+		if d, n := binary.Varint(r); n <= 0 {
+			return nil, bad
+		} else {
+			rec.offsetDelta, r = d, r[n:]
+		}
 		for j := 0; j < 2; j++ { // key, value
 			kl, n := binary.Varint(r)
 			if n <= 0 || int64(len(r)-n) < max(kl, 0) {
@@ -159,16 +173,58 @@ func recordValues(h batchHeader, raw []byte) ([][]byte, error) {
 			}
 			r = r[n:]
 			if kl >= 0 {
-				if j == 1 {
-					val = append([]byte{}, r[:kl]...)
+				if j == 0 {
+					rec.key = r[:kl:kl]
+				} else {
+					rec.value = r[:kl:kl]
 				}
 				r = r[kl:]
 			}
 		}
-		out = append(out, val)
+		out = append(out, rec)
 	}
 	if len(b) != 0 {
 		return nil, bad
+	}
+	return out, nil
+}
+
+// recordValues decodes the record values of one uncompressed batch (copies).
+func recordValues(h batchHeader, raw []byte) ([][]byte, error) {
+	recs, err := decodeRecords(h, raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(recs))
+	for i, r := range recs {
+		if r.value != nil {
+			out[i] = append([]byte{}, r.value...)
+		}
+	}
+	return out, nil
+}
+
+// controlRecord is one record of a control batch: its offset, key type and value.
+type controlRecord struct {
+	offset int64
+	typ    int16
+	value  []byte
+}
+
+// controlRecords decodes the records of a control batch (ControlRecordType
+// from each key: {int16 version, int16 type}).
+func controlRecords(h batchHeader, raw []byte) ([]controlRecord, error) {
+	recs, err := decodeRecords(h, raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]controlRecord, 0, len(recs))
+	for _, r := range recs {
+		if len(r.key) < 4 {
+			return nil, fmt.Errorf("%w: control record key of batch at %d", errBadBatch, h.baseOffset)
+		}
+		out = append(out, controlRecord{offset: h.baseOffset + r.offsetDelta,
+			typ: int16(binary.BigEndian.Uint16(r.key[2:4])), value: r.value})
 	}
 	return out, nil
 }

@@ -26,9 +26,10 @@ var debugNet = os.Getenv("RAFTDEBUG") != ""
 // memNet connects in-process Nodes: a request goes through the kmsg wire
 // encoding to the target's HandleRequest. A cut node neither sends nor receives.
 type memNet struct {
-	mu    sync.Mutex
-	nodes map[int32]*Node
-	cut   map[int32]bool
+	mu     sync.Mutex
+	nodes  map[int32]*Node
+	cut    map[int32]bool
+	byAddr map[string]int32 // bootstrap server address -> node
 }
 
 type memTransport struct {
@@ -36,8 +37,12 @@ type memTransport struct {
 	from int32
 }
 
-func (t *memTransport) Send(ctx context.Context, to int32, req kmsg.Request) (kmsg.Response, error) {
+func (t *memTransport) Send(ctx context.Context, peer Peer, req kmsg.Request) (kmsg.Response, error) {
+	to := peer.ID
 	t.net.mu.Lock()
+	if to < 0 {
+		to = t.net.byAddr[peer.Addr]
+	}
 	n := t.net.nodes[to]
 	cut := t.net.cut[to] || t.net.cut[t.from]
 	t.net.mu.Unlock()
@@ -46,6 +51,14 @@ func (t *memTransport) Send(ctx context.Context, to int32, req kmsg.Request) (km
 	}
 	if n == nil || cut {
 		return nil, errors.New("unreachable")
+	}
+	if av, ok := req.(*kmsg.ApiVersionsRequest); ok {
+		// the broker layer's ApiVersions: the supported kraft.version range
+		resp := av.ResponseKind().(*kmsg.ApiVersionsResponse)
+		f := kmsg.NewApiVersionsResponseSupportedFeature()
+		f.Name, f.MinVersion, f.MaxVersion = "kraft.version", 0, MaxKRaftVersion
+		resp.SupportedFeatures = append(resp.SupportedFeatures, f)
+		return resp, nil
 	}
 	dec := kmsg.RequestForKey(req.Key())
 	dec.SetVersion(req.GetVersion())
@@ -71,31 +84,45 @@ func (t *memTransport) Send(ctx context.Context, to int32, req kmsg.Request) (km
 }
 
 type testCluster struct {
-	t      *testing.T
-	net    *memNet
-	voters map[int32]VoterEndpoint
-	fs     map[int32]vfs.FS
-	nodes  map[int32]*Node
-	lst    map[int32]*recListener
-	snap   SnapshotConfig // zero: DefaultSnapshotConfig
+	t       *testing.T
+	net     *memNet
+	dynamic bool // no static voters: bootstrap servers, a bootstrap checkpoint on the initial voters
+	voters  map[int32]VoterEndpoint
+	fs      map[int32]vfs.FS
+	nodes   map[int32]*Node
+	lst     map[int32]*recListener
+	snap    SnapshotConfig // zero: DefaultSnapshotConfig
 }
 
 func newTestCluster(t *testing.T, ids ...int32) *testCluster {
-	c := &testCluster{t: t, net: &memNet{nodes: map[int32]*Node{}, cut: map[int32]bool{}},
+	c := &testCluster{t: t, net: &memNet{nodes: map[int32]*Node{}, cut: map[int32]bool{}, byAddr: map[string]int32{}},
 		voters: map[int32]VoterEndpoint{}, fs: map[int32]vfs.FS{}, nodes: map[int32]*Node{}, lst: map[int32]*recListener{}}
 	for _, id := range ids {
 		c.voters[id] = VoterEndpoint{Host: "localhost", Port: 9000 + int(id)}
+		c.net.byAddr[fmt.Sprintf("localhost:%d", 9000+id)] = id
 		c.fs[id] = vfs.NewMem()
 	}
 	return c
 }
 
 func (c *testCluster) start(id int32) {
-	n, err := NewNode(Config{NodeID: id, Voters: c.voters, Logger: testLogger(c.t), ClusterID: "cid", MetadataLogDir: "/meta", FS: c.fs[id],
+	cfg := Config{NodeID: id, Voters: c.voters, Logger: testLogger(c.t), ClusterID: "cid", MetadataLogDir: "/meta", FS: c.fs[id],
 		Rand:            rand.New(rand.NewSource(int64(id))),
 		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond,
 		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, TickInterval: 5 * time.Millisecond,
-		Transport: &memTransport{net: c.net, from: id}, Snapshots: c.snap})
+		Transport: &memTransport{net: c.net, from: id}, Snapshots: c.snap,
+		DirectoryID: testDir(id), CanBecomeVoter: true,
+		LocalEndpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: uint16(9000 + id)}}}
+	if c.dynamic {
+		cfg.Voters = nil
+		for bid := range c.voters {
+			cfg.BootstrapServers = append(cfg.BootstrapServers, c.voters[bid])
+		}
+		c.net.mu.Lock()
+		c.net.byAddr[fmt.Sprintf("localhost:%d", 9000+id)] = id
+		c.net.mu.Unlock()
+	}
+	n, err := NewNode(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -108,6 +135,35 @@ func (c *testCluster) start(id int32) {
 		c.t.Fatal(err)
 	}
 	c.nodes[id], c.lst[id] = n, l
+}
+
+func testDir(id int32) [16]byte { return [16]byte{0: 0xd1, 15: byte(id)} }
+
+// testVoter is node id as a voter entry.
+func testVoter(id int32) Voter {
+	return Voter{Key: ReplicaKey{ID: id, DirectoryID: testDir(id)},
+		Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: uint16(9000 + id)}}, KRaftMin: 0, KRaftMax: 1}
+}
+
+// bootstrap writes the checkpoint kafka-storage.sh format --initial-controllers
+// writes (kraft.version 1 and the voters) into id's metadata log dir.
+func (c *testCluster) bootstrap(id int32, voters ...int32) {
+	var vs []Voter
+	for _, v := range voters {
+		vs = append(vs, testVoter(v))
+	}
+	set, err := NewVoterSet(vs...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	dir := partitionDir("/meta")
+	if err := vfs.MkdirAllSync(c.fs[id], dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	b := EncodeSnapshotControl(OffsetAndEpoch{}, 0, 0, SnapshotControl{KRaftVersion: 1, Voters: &set}, nil)
+	if err := vfs.WriteFileAtomic(c.fs[id], dir+"/"+SnapshotFileName(OffsetAndEpoch{}), b); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 func (c *testCluster) stop(id int32) {

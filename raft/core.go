@@ -26,8 +26,33 @@ var ErrNotLeader = errors.New("raft: not the leader")
 
 // CoreConfig configures a Core. Times are milliseconds on the caller's clock.
 type CoreConfig struct {
-	ID     int32   // this replica; -1 for an anonymous observer
-	Voters []int32 // controller.quorum.voters ids
+	ID int32 // this replica; -1 for an anonymous observer
+	// DirectoryID is the directory.id of this replica's metadata log dir.
+	DirectoryID [16]byte
+	// StaticVoters is the voter set of controller.quorum.voters (empty with
+	// controller.quorum.bootstrap.servers); Voters, when StaticVoters is
+	// empty, names static voters without endpoints (tests).
+	StaticVoters VoterSet
+	Voters       []int32
+	// ListenerName is the default controller listener
+	// (controller.listener.names[0]): requests go to voters' endpoints on it.
+	ListenerName string
+	// LocalEndpoints are this replica's controller listeners (what it
+	// advertises as leader and in its voter entry).
+	LocalEndpoints []Endpoint
+	// KRaftMin/KRaftMax: the kraft.version range this replica supports (0-1).
+	KRaftMin, KRaftMax int16
+	// CanBecomeVoter: process.roles contains controller.
+	CanBecomeVoter bool
+	// AutoJoin: controller.quorum.auto.join.enable; an observer that can
+	// become a voter adds itself (and removes an old voter with its id).
+	AutoJoin bool
+	// Bootstrap are controller.quorum.bootstrap.servers (else the static
+	// voters' endpoints): a replica without a leader fetches from one of them
+	// to discover it, as Message.To -2-i with ToAddr.
+	Bootstrap []Endpoint
+	// Control are the control records of the snapshot and log.
+	Control ControlRecords
 	// ElectionTimeoutMs: controller.quorum.election.timeout.ms (1000).
 	ElectionTimeoutMs int64
 	// FetchTimeoutMs: controller.quorum.fetch.timeout.ms (2000).
@@ -81,6 +106,7 @@ func (c *CoreConfig) defaults() {
 }
 
 type replicaState struct {
+	key            ReplicaKey
 	endOffset      int64 // -1 unknown
 	lastFetchMs    int64 // -1 never
 	lastCaughtUpMs int64 // -1 never
@@ -104,15 +130,19 @@ type parkedFetch struct {
 type Core struct {
 	cfg     CoreConfig
 	id      int32
-	voters  []int32
-	isVoter bool
+	dir     [16]byte
+	ctl     controlHistory
+	voters  []int32 // ids of ctl.lastVoters()
+	isVoter bool    // this replica's key is in ctl.lastVoters()
 	rand    *rand.Rand
 	now     int64
 
-	role    Role
-	epoch   int32
-	leader  int32
-	votedID int32
+	role     Role
+	epoch    int32
+	leader   int32
+	votedID  int32
+	votedDir [16]byte
+	leaderEP []Endpoint // follower: the leader's endpoints (from it or the voter set)
 
 	epochs    epochCache
 	logStart  int64          // log start offset: below it only snapshots
@@ -135,18 +165,30 @@ type Core struct {
 	lastContact    int64           // last successful contact with the leader of this epoch
 	fetchingSnap   *OffsetAndEpoch // snapshot being downloaded (FetchSnapshot)
 	snapPos        int64           // bytes of it received
+	// voter set maintenance (pollFollowerAsVoter, pollFollowerAsObserver):
+	// UpdateRaftVoter to the leader, or AddRaftVoter/RemoveRaftVoter (auto join)
+	updateVoterAt    int64
+	updatedLeader    bool // kraft.version 0: the leader took our UpdateRaftVoter this epoch
+	voterReqInflight uint64
 
 	// Leader
 	hwKnown      bool // the high watermark was established in this epoch
 	epochStart   int64
-	replicas     map[int32]*replicaState // voters (not self) and observers with ids
+	voterStates  map[int32]*replicaState      // the voters but this replica
+	observers    map[ReplicaKey]*replicaState // replicas with ids that are not voters
 	parked       []parkedFetch
 	checkQuorum  int64 // deadline
 	grantingVote []int32
+	change       *voterChange // the pending AddRaftVoter / RemoveRaftVoter
+	// volatileVoters: at kraft.version 0, the static voters with what their
+	// UpdateRaftVoter requests taught (directory ids, endpoints, kraft.version
+	// ranges); an upgrade to kraft.version 1 writes them (KRaftVersionUpgrade).
+	volatileVoters *VoterSet
+	upgrading      bool // an upgrade of kraft.version was appended in this epoch
 
 	// Resigned
 	endSentMs  int64
-	successors []int32 // preferred successors named in EndQuorumEpoch
+	successors []ReplicaKey // preferred candidates named in EndQuorumEpoch
 
 	nextID uint64
 
@@ -168,12 +210,13 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	c := &Core{
 		cfg:        cfg,
 		id:         cfg.ID,
-		voters:     slices.Clone(cfg.Voters),
+		dir:        cfg.DirectoryID,
 		rand:       cfg.Rand,
 		now:        cfg.NowMs,
 		epoch:      cfg.State.LeaderEpoch,
 		leader:     cfg.State.LeaderID,
 		votedID:    cfg.State.VotedID,
+		votedDir:   cfg.State.VotedDirectoryID,
 		epochs:     epochCache(slices.Clone(cfg.Epochs)),
 		logStart:   cfg.LogStart,
 		snapshots:  slices.Clone(cfg.Snapshots),
@@ -186,16 +229,29 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		},
 		lastContact: cfg.NowMs,
 	}
-	sort.Slice(c.voters, func(i, j int) bool { return c.voters[i] < c.voters[j] })
-	if len(c.voters) == 0 {
-		return nil, errors.New("raft: no voters")
+	c.ctl.static = cfg.StaticVoters
+	if c.ctl.static.Len() == 0 && len(cfg.Voters) > 0 {
+		var vs []Voter
+		for _, id := range cfg.Voters {
+			vs = append(vs, Voter{Key: ReplicaKey{ID: id}})
+		}
+		st, err := NewVoterSet(vs...)
+		if err != nil {
+			return nil, err
+		}
+		c.ctl.static = st
 	}
-	c.isVoter = slices.Contains(c.voters, c.id)
+	c.ctl.kraft = slices.Clone(cfg.Control.KRaftVersions)
+	c.ctl.voters = slices.Clone(cfg.Control.Voters)
+	c.refreshVoters()
+	if len(c.voters) == 0 && len(cfg.Bootstrap) == 0 {
+		return nil, errors.New("raft: no voters and no bootstrap servers")
+	}
 	slices.SortFunc(c.snapshots, func(a, b SnapshotInfo) int { return compareOffsetAndEpoch(a.ID, b.ID) })
 	if le := c.lastEpoch(); le > c.epoch {
 		// The quorum-state file is older than the log (lost or replaced):
 		// start unattached in the log's epoch (QuorumState.initialize).
-		c.epoch, c.leader, c.votedID, c.hsDirty = le, NoLeader, NoLeader, true
+		c.epoch, c.leader, c.votedID, c.votedDir, c.hsDirty = le, NoLeader, NoLeader, [16]byte{}, true
 	}
 	switch {
 	case c.leader == c.id && c.id >= 0:
@@ -204,8 +260,9 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		c.resetElectionTimer()
 	case c.leader >= 0:
 		c.role = RoleFollower
+		c.leaderEP = c.voterEndpoints(c.leader)
 		c.startFollowing()
-	case c.votedID == c.id && c.isVoter:
+	case c.votedID == c.id && (c.votedDir == [16]byte{} || c.votedDir == c.dir) && c.canCampaign():
 		// Voted for itself: it was a candidate; campaign again in the same epoch.
 		c.role = RoleCandidate
 		c.startCandidacy()
@@ -220,7 +277,99 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 	return c, c.takeErr()
 }
 
-func (c *Core) isOnlyVoter() bool { return len(c.voters) == 1 && c.voters[0] == c.id }
+// localKey is this replica's key.
+func (c *Core) localKey() ReplicaKey { return ReplicaKey{ID: c.id, DirectoryID: c.dir} }
+
+// localVoter is this replica as a voter entry (QuorumState.localVoterNodeOrThrow).
+func (c *Core) localVoter() Voter {
+	return Voter{Key: c.localKey(), Endpoints: slices.Clone(c.cfg.LocalEndpoints), KRaftMin: c.cfg.KRaftMin, KRaftMax: c.cfg.KRaftMax}
+}
+
+// refreshVoters recomputes the voter ids and membership after the voter
+// set history changed; a leader moves replicas between voters and observers.
+func (c *Core) refreshVoters() {
+	vs := c.ctl.lastVoters()
+	c.voters = vs.IDs()
+	c.isVoter = c.id >= 0 && vs.IsVoter(c.localKey())
+	if c.role == RoleLeader {
+		c.updateVoterStates()
+	}
+}
+
+// voterEndpoints returns the endpoints of voter id in the latest voter set.
+func (c *Core) voterEndpoints(id int32) []Endpoint {
+	if v, ok := c.ctl.lastVoters().Get(id); ok {
+		return v.Endpoints
+	}
+	return nil
+}
+
+// addrOf returns host:port of id on the default listener ("" unknown).
+func (c *Core) addrOf(id int32) string {
+	if id == c.leader && c.role == RoleFollower {
+		if a := endpointAddr(c.leaderEP, c.cfg.ListenerName); a != "" {
+			return a
+		}
+	}
+	return endpointAddr(c.voterEndpoints(id), c.cfg.ListenerName)
+}
+
+func endpointAddr(eps []Endpoint, listener string) string {
+	for _, e := range eps {
+		if e.Name == listener {
+			return e.Addr()
+		}
+	}
+	return ""
+}
+
+// canCampaign: a voter of the latest voter set may start an election, and
+// so may a voter of the voter set before it while the latest one may be
+// uncommitted (the high watermark has not passed it, or is unknown after a
+// restart): a leader appends a voter set only once the previous one is
+// committed, so that one is. Without this, a leader that appended its own
+// removal and lost its epoch before the removal committed may hold the only
+// up-to-date log of a quorum that then cannot elect anyone (Kafka 4.4 has
+// this hole; openraft fixed it the same way). It counts its own vote only
+// while it is in the latest set, and a leader that is not resigns once that
+// set is committed.
+func (c *Core) canCampaign() bool {
+	if c.isVoter {
+		return true
+	}
+	n := len(c.ctl.voters)
+	if c.id < 0 || n == 0 || c.hw > c.ctl.voters[n-1].Offset {
+		return false
+	}
+	prev := c.ctl.static
+	if n >= 2 {
+		prev = c.ctl.voters[n-2].Voters
+	}
+	return prev.IsVoter(c.localKey())
+}
+
+func (c *Core) isOnlyVoter() bool { return c.ctl.lastVoters().IsOnlyVoter(c.localKey()) }
+
+func (c *Core) isKnownVoter(id int32) bool { return c.ctl.lastVoters().HasID(id) }
+
+// KRaftVersion returns the latest kraft.version of the log, or the one an
+// upgrade in progress asks for (KafkaRaftClient.kraftVersion).
+func (c *Core) KRaftVersion() int16 { return c.ctl.kraftVersion() }
+
+// Voters returns the latest voter set.
+func (c *Core) Voters() VoterSet { return c.ctl.lastVoters() }
+
+// ControlAt returns the snapshot control records in effect at offset:
+// the kraft.version, and the voter set when the kraft.version is 1.
+func (c *Core) ControlAt(offset int64) SnapshotControl {
+	ctl := SnapshotControl{KRaftVersion: c.ctl.kraftVersionAt(offset)}
+	if ctl.KRaftVersion > 0 {
+		if vs, ok := c.ctl.votersAt(offset); ok {
+			ctl.Voters = &vs
+		}
+	}
+	return ctl
+}
 
 func (c *Core) majority() int { return len(c.voters)/2 + 1 }
 
@@ -247,6 +396,21 @@ func (c *Core) advertisedLeader() int32 {
 	return NoLeader
 }
 
+// advertisedLeaderEndpoints are the endpoints of the advertised leader
+// (QuorumState.leaderEndpoints): the local listeners when leading.
+func (c *Core) advertisedLeaderEndpoints() []Endpoint {
+	switch c.role {
+	case RoleLeader:
+		return c.cfg.LocalEndpoints
+	case RoleFollower:
+		if len(c.leaderEP) > 0 {
+			return c.leaderEP
+		}
+		return c.voterEndpoints(c.leader)
+	}
+	return nil
+}
+
 // HighWatermark returns the high watermark (-1 unknown).
 func (c *Core) HighWatermark() int64 { return c.hw }
 
@@ -255,31 +419,61 @@ func (c *Core) Status() Status {
 	s := Status{
 		ID: c.id, Role: c.role, Epoch: c.epoch, LeaderID: c.leader, VotedID: c.votedID,
 		HighWatermark: c.hw, LogStartOffset: c.logStart, LogEndOffset: c.leo, LastEpoch: c.lastEpoch(), EpochStartOffset: -1,
+		VoterSet: c.ctl.lastVoters(), KRaftVersion: c.KRaftVersion(), LeaderEndpoints: slices.Clone(c.advertisedLeaderEndpoints()),
 	}
 	if c.role != RoleLeader {
 		return s
 	}
 	s.EpochStartOffset = c.epochStart
-	for _, v := range c.voters {
-		if v == c.id {
-			s.Voters = append(s.Voters, ReplicaStatus{ReplicaID: v, LogEndOffset: c.flushed, LastFetchTimestamp: c.now, LastCaughtUpTimestamp: c.now})
+	for _, v := range c.ctl.lastVoters().Voters() {
+		if v.Key.ID == c.id && c.isVoter {
+			s.Voters = append(s.Voters, ReplicaStatus{ReplicaID: v.Key.ID, DirectoryID: v.Key.DirectoryID, Endpoints: v.Endpoints,
+				LogEndOffset: c.flushed, LastFetchTimestamp: c.now, LastCaughtUpTimestamp: c.now})
 			continue
 		}
-		r := c.replicas[v]
-		s.Voters = append(s.Voters, ReplicaStatus{ReplicaID: v, LogEndOffset: r.endOffset, LastFetchTimestamp: r.lastFetchMs, LastCaughtUpTimestamp: r.lastCaughtUpMs})
-	}
-	var obs []int32
-	for id := range c.replicas {
-		if !slices.Contains(c.voters, id) {
-			obs = append(obs, id)
+		r := c.voterStates[v.Key.ID]
+		if r == nil {
+			continue
 		}
+		s.Voters = append(s.Voters, ReplicaStatus{ReplicaID: v.Key.ID, DirectoryID: r.key.DirectoryID, Endpoints: v.Endpoints,
+			LogEndOffset: r.endOffset, LastFetchTimestamp: r.lastFetchMs, LastCaughtUpTimestamp: r.lastCaughtUpMs})
 	}
-	slices.Sort(obs)
-	for _, id := range obs {
-		r := c.replicas[id]
-		s.Observers = append(s.Observers, ReplicaStatus{ReplicaID: id, LogEndOffset: r.endOffset, LastFetchTimestamp: r.lastFetchMs, LastCaughtUpTimestamp: r.lastCaughtUpMs})
+	var obs []ReplicaKey
+	for k := range c.observers {
+		obs = append(obs, k)
+	}
+	if !c.isVoter {
+		// a leader being removed describes itself as an observer
+		obs = append(obs, c.localKey())
+	}
+	slices.SortFunc(obs, compareReplicaKey)
+	for _, k := range obs {
+		if k == c.localKey() && !c.isVoter {
+			s.Observers = append(s.Observers, ReplicaStatus{ReplicaID: k.ID, DirectoryID: k.DirectoryID,
+				LogEndOffset: c.flushed, LastFetchTimestamp: c.now, LastCaughtUpTimestamp: c.now})
+			continue
+		}
+		r := c.observers[k]
+		s.Observers = append(s.Observers, ReplicaStatus{ReplicaID: k.ID, DirectoryID: k.DirectoryID, LogEndOffset: r.endOffset,
+			LastFetchTimestamp: r.lastFetchMs, LastCaughtUpTimestamp: r.lastCaughtUpMs})
 	}
 	return s
+}
+
+func compareReplicaKey(a, b ReplicaKey) int {
+	if a.ID != b.ID {
+		return int(a.ID) - int(b.ID)
+	}
+	return bytesCompare(a.DirectoryID[:], b.DirectoryID[:])
+}
+
+func bytesCompare(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return int(a[i]) - int(b[i])
+		}
+	}
+	return 0
 }
 
 func (c *Core) fail(err error) {
@@ -299,10 +493,20 @@ func (c *Core) newID() uint64 {
 	return c.nextID
 }
 
+// send queues a message; requests get this replica's directory id and,
+// when unset, the receiver's address.
 func (c *Core) send(m Message) {
 	m.From = c.id
 	if m.Type != MsgFetchResp && m.Type != MsgFetchSnapshotResp {
 		m.ReadFrom, m.ReadTo = -1, -1
+	}
+	if !m.Type.IsResponse() {
+		m.FromDir = c.dir
+		if m.ToAddr == "" {
+			m.ToAddr = c.addrOf(m.To)
+		}
+	} else if m.LeaderID >= 0 && m.LeaderEndpoints == nil {
+		m.LeaderEndpoints = c.advertisedLeaderEndpoints()
 	}
 	c.msgs = append(c.msgs, m)
 }
@@ -321,6 +525,14 @@ func (c *Core) resetElectionTimer() { c.electionDeadline = c.now + c.randomElect
 // transitions
 
 func (c *Core) setHardState(epoch, leader, voted int32) {
+	dir := c.votedDir
+	if voted != c.votedID || epoch != c.epoch {
+		dir = [16]byte{}
+	}
+	c.setHardStateKey(epoch, leader, voted, dir)
+}
+
+func (c *Core) setHardStateKey(epoch, leader, voted int32, votedDir [16]byte) {
 	if epoch < c.epoch {
 		c.fail(violation("epoch going back from %d to %d on %d", c.epoch, epoch, c.id))
 		return
@@ -329,10 +541,10 @@ func (c *Core) setHardState(epoch, leader, voted int32) {
 		c.fail(violation("two leaders in epoch %d: %d and %d (seen by %d)", epoch, c.leader, leader, c.id))
 		return
 	}
-	if epoch != c.epoch || leader != c.leader || voted != c.votedID {
+	if epoch != c.epoch || leader != c.leader || voted != c.votedID || votedDir != c.votedDir {
 		c.hsDirty = true
 	}
-	c.epoch, c.leader, c.votedID = epoch, leader, voted
+	c.epoch, c.leader, c.votedID, c.votedDir = epoch, leader, voted, votedDir
 }
 
 func (c *Core) leaveRole() {
@@ -343,40 +555,51 @@ func (c *Core) leaveRole() {
 				Error: errNotLeaderOrFollower, HighWatermark: c.advertisedHW(), ReadFrom: -1})
 		}
 		c.parked = nil
-		c.replicas = nil
+		c.voterStates, c.observers = nil, nil
+		c.abortChange(errNotLeaderOrFollower, "")
+		c.volatileVoters, c.upgrading = nil, false
 	}
 	c.votes = nil
 	c.fetchInflight = 0
+	c.voterReqInflight = 0
 	c.leaderResigned = false
 	c.fetchingSnap = nil
 }
 
 func (c *Core) becomeUnattached(epoch int32) {
 	c.leaveRole()
-	voted := c.votedID
+	voted, dir := c.votedID, c.votedDir
 	if epoch != c.epoch {
-		voted = NoLeader
+		voted, dir = NoLeader, [16]byte{}
 	}
 	c.role = RoleUnattached
-	c.setHardState(epoch, NoLeader, voted)
+	c.leaderEP = nil
+	c.setHardStateKey(epoch, NoLeader, voted, dir)
 	c.resetElectionTimer()
 	c.fetchRetryAt = c.now
 }
 
-func (c *Core) becomeFollower(epoch, leader int32) {
+// becomeFollower follows leader in epoch; eps are the leader's endpoints
+// when the message that named it carried them (else the voter set's).
+func (c *Core) becomeFollower(epoch, leader int32, eps []Endpoint) {
 	c.leaveRole()
-	voted := c.votedID
+	voted, dir := c.votedID, c.votedDir
 	if epoch != c.epoch {
-		voted = NoLeader
+		voted, dir = NoLeader, [16]byte{}
 	}
 	if epoch != c.epoch || leader != c.leader {
 		// a new leader: it was alive recently. Rejoining the leader we had
 		// keeps the old contact time, so a dead leader is not revived by
 		// hearsay and a voter that lost it keeps granting pre-votes.
 		c.lastContact = c.now
+		c.updatedLeader = false
 	}
+	if len(eps) == 0 {
+		eps = c.voterEndpoints(leader)
+	}
+	c.leaderEP = slices.Clone(eps)
 	c.role = RoleFollower
-	c.setHardState(epoch, leader, voted)
+	c.setHardStateKey(epoch, leader, voted, dir)
 	c.startFollowing()
 }
 
@@ -384,11 +607,16 @@ func (c *Core) startFollowing() {
 	c.fetchDeadline = max(c.lastContact+c.cfg.FetchTimeoutMs, c.now+c.cfg.FetchTimeoutMs/2)
 	c.fetchInflight = 0
 	c.fetchRetryAt = c.now
+	c.updateVoterAt = c.now + c.cfg.FetchTimeoutMs // FollowerState.updateVoterSetPeriodTimer
 	c.sendFetch()
 }
 
 func (c *Core) becomeProspective() {
-	if !c.isVoter {
+	if !c.canCampaign() {
+		// no longer a voter (the voter set changed): look for the leader
+		if c.role != RoleUnattached && c.role != RoleFollower {
+			c.becomeUnattached(c.epoch)
+		}
 		return
 	}
 	c.leaveRole()
@@ -402,19 +630,28 @@ func (c *Core) becomeProspective() {
 		c.becomeCandidate()
 		return
 	}
-	for _, v := range c.voters {
-		if v == c.id {
+	c.sendVotes(true)
+}
+
+// sendVotes asks every other voter for its (pre-)vote, naming its key. A
+// pre-vote carries the current epoch (KafkaRaftClient.buildVoteRequest):
+// the epoch is bumped only once a majority granted it.
+func (c *Core) sendVotes(pre bool) {
+	epoch := c.epoch
+	for _, v := range c.ctl.lastVoters().Voters() {
+		if v.Key.ID == c.id {
 			continue
 		}
-		c.send(Message{Type: MsgVote, To: v, ID: c.newID(), Epoch: c.epoch + 1, PreVote: true,
-			LastEpoch: c.lastEpoch(), LastOffset: c.leo})
+		key := v.Key
+		c.send(Message{Type: MsgVote, To: v.Key.ID, ID: c.newID(), Epoch: epoch, PreVote: pre,
+			LastEpoch: c.lastEpoch(), LastOffset: c.leo, VoterKey: &key})
 	}
 }
 
 func (c *Core) becomeCandidate() {
 	c.leaveRole()
 	c.role = RoleCandidate
-	c.setHardState(c.epoch+1, NoLeader, c.id)
+	c.setHardStateKey(c.epoch+1, NoLeader, c.id, c.dir)
 	c.startCandidacy()
 }
 
@@ -425,19 +662,14 @@ func (c *Core) startCandidacy() {
 		c.becomeLeader()
 		return
 	}
-	for _, v := range c.voters {
-		if v == c.id {
-			continue
-		}
-		c.send(Message{Type: MsgVote, To: v, ID: c.newID(), Epoch: c.epoch,
-			LastEpoch: c.lastEpoch(), LastOffset: c.leo})
-	}
+	c.sendVotes(false)
 }
 
+// countVotes counts the granted votes of current voters.
 func (c *Core) countVotes() int {
 	n := 0
-	for _, g := range c.votes {
-		if g {
+	for id, g := range c.votes {
+		if g && (id != c.id && c.isKnownVoter(id) || id == c.id && c.isVoter) {
 			n++
 		}
 	}
@@ -454,17 +686,15 @@ func (c *Core) becomeLeader() {
 	slices.Sort(granting)
 	c.leaveRole()
 	c.role = RoleLeader
+	c.leaderEP = nil
 	c.setHardState(c.epoch, c.id, c.votedID)
 	c.grantingVote = granting
-	c.replicas = map[int32]*replicaState{}
-	for _, v := range c.voters {
-		if v != c.id {
-			c.replicas[v] = &replicaState{endOffset: -1, lastFetchMs: -1, lastCaughtUpMs: -1}
-		}
-	}
+	c.voterStates, c.observers = map[int32]*replicaState{}, map[ReplicaKey]*replicaState{}
+	c.updateVoterStates()
 	c.checkQuorum = c.now + c.checkQuorumTimeout()
 	c.hwKnown = false
-	// The epoch starts with a LeaderChange control record.
+	// The epoch starts with a LeaderChange control record
+	// (LeaderState.appendStartOfEpochControlRecords) ...
 	c.epochStart = c.leo
 	lcm := kmsg.NewLeaderChangeMessage()
 	lcm.LeaderID = c.id
@@ -478,7 +708,30 @@ func (c *Core) becomeLeader() {
 		lv.VoterID = v
 		lcm.GrantingVoters = append(lcm.GrantingVoters, lv)
 	}
-	c.appendLocal(Entry{Control: true, ControlType: ControlLeaderChange, Records: [][]byte{lcm.AppendTo(nil)}})
+	e := Entry{Control: true, ControlType: ControlLeaderChange, Records: [][]byte{lcm.AppendTo(nil)}}
+	kv := c.ctl.kraftVersion()
+	last, hasLast := c.ctl.lastVotersEntry()
+	local := c.localVoter()
+	switch {
+	case kv >= 1 && hasLast && (last.Offset == -1 || last.Voters.NeedsUpdate(local)):
+		// ... followed, at kraft.version 1, by the voter set when it comes
+		// from the bootstrap checkpoint (never replicated) or does not have
+		// this leader's current endpoints and kraft.version range.
+		updated, ok := last.Voters.Update(local)
+		if !ok {
+			c.fail(fmt.Errorf("raft: update expected for leader node %v and voter set %v", local.Key, last.Voters))
+			return
+		}
+		e.ControlTypes = []int16{ControlLeaderChange, ControlKRaftVersion, ControlKRaftVoters}
+		e.Records = append(e.Records, EncodeKRaftVersionRecord(kv), EncodeVotersRecord(updated))
+	case kv == 0:
+		// kraft.version 0: the static voters with this leader's key and
+		// endpoints, completed by the followers' UpdateRaftVoter requests.
+		if vv, ok := c.ctl.lastVoters().UpdateIgnoringDirectoryID(local); ok {
+			c.volatileVoters = &vv
+		}
+	}
+	c.appendLocal(e)
 	for _, v := range c.voters {
 		if v != c.id {
 			c.sendBeginQuorumEpoch(v)
@@ -486,9 +739,56 @@ func (c *Core) becomeLeader() {
 	}
 }
 
+// updateVoterStates moves replicas between the voters and the observers
+// after the voter set changed (LeaderState.updateVoterAndObserverStates).
+func (c *Core) updateVoterStates() {
+	if c.voterStates == nil {
+		return
+	}
+	old := c.voterStates
+	c.voterStates = map[int32]*replicaState{}
+	for _, v := range c.ctl.lastVoters().Voters() {
+		if v.Key.ID == c.id {
+			continue
+		}
+		r := old[v.Key.ID]
+		if r == nil || !r.matches(v.Key) {
+			if o := c.observers[v.Key]; o != nil {
+				r = o
+			} else if r == nil || !r.matches(v.Key) {
+				r = newReplicaState(v.Key)
+			}
+		}
+		delete(c.observers, v.Key)
+		delete(old, v.Key.ID)
+		r.key = v.Key
+		c.voterStates[v.Key.ID] = r
+	}
+	for _, r := range old {
+		if r.key.ID >= 0 {
+			c.observers[r.key] = r
+		}
+	}
+}
+
+func newReplicaState(k ReplicaKey) *replicaState {
+	return &replicaState{key: k, endOffset: -1, lastFetchMs: -1, lastCaughtUpMs: -1}
+}
+
+// matches is ReplicaState.matchesKey.
+func (r *replicaState) matches(k ReplicaKey) bool {
+	return r.key.ID == k.ID && (!r.key.hasDir() || r.key.DirectoryID == k.DirectoryID)
+}
+
 func (c *Core) sendBeginQuorumEpoch(to int32) {
-	c.replicas[to].beginSentMs = c.now
-	c.send(Message{Type: MsgBeginQuorumEpoch, To: to, ID: c.newID(), Epoch: c.epoch, LeaderID: c.id})
+	r := c.voterStates[to]
+	if r == nil {
+		return
+	}
+	r.beginSentMs = c.now
+	key := r.key
+	c.send(Message{Type: MsgBeginQuorumEpoch, To: to, ID: c.newID(), Epoch: c.epoch, LeaderID: c.id,
+		VoterKey: &key, LeaderEndpoints: slices.Clone(c.cfg.LocalEndpoints)})
 }
 
 func (c *Core) checkQuorumTimeout() int64 { return c.cfg.FetchTimeoutMs * 3 / 2 }
@@ -508,25 +808,29 @@ func (c *Core) Resign() error {
 	return c.takeErr()
 }
 
-func (c *Core) preferredSuccessors() []int32 {
-	var succ []int32
+// preferredSuccessors are the other voters, most caught up first
+// (LeaderState.nonLeaderVotersByDescendingFetchOffset).
+func (c *Core) preferredSuccessors() []ReplicaKey {
+	var succ []*replicaState
 	for _, v := range c.voters {
-		if v != c.id {
-			succ = append(succ, v)
+		if r := c.voterStates[v]; v != c.id && r != nil {
+			succ = append(succ, r)
 		}
 	}
-	sort.SliceStable(succ, func(i, j int) bool {
-		return c.replicas[succ[i]].endOffset > c.replicas[succ[j]].endOffset
-	})
-	return succ
+	sort.SliceStable(succ, func(i, j int) bool { return succ[i].endOffset > succ[j].endOffset })
+	out := make([]ReplicaKey, len(succ))
+	for i, r := range succ {
+		out[i] = r.key
+	}
+	return out
 }
 
-func (c *Core) sendEndQuorumEpoch(succ []int32) {
+func (c *Core) sendEndQuorumEpoch(succ []ReplicaKey) {
 	c.endSentMs = c.now
 	for _, v := range c.voters {
 		if v != c.id {
 			c.send(Message{Type: MsgEndQuorumEpoch, To: v, ID: c.newID(), Epoch: c.epoch, LeaderID: c.id,
-				PreferredSuccessors: slices.Clone(succ)})
+				PreferredCandidates: slices.Clone(succ), LeaderEndpoints: slices.Clone(c.cfg.LocalEndpoints)})
 		}
 	}
 }
@@ -546,7 +850,34 @@ func (c *Core) appendLocal(e Entry) {
 	c.epochs.assign(e.Epoch, e.Offset)
 	c.leo = e.LastOffset + 1
 	c.entries = append(c.entries, e)
-	c.onLeaderLogChange()
+	c.applyControl(e)
+}
+
+// applyControl records the KRaftVersion and Voters records of an appended
+// batch: a voter set takes effect once appended, committed or not.
+func (c *Core) applyControl(e Entry) {
+	if !e.Control {
+		return
+	}
+	recs, err := entryControlRecords(e)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	changed := false
+	for _, r := range recs {
+		if r.typ == ControlKRaftVoters || r.typ == ControlKRaftVersion {
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	if err := c.ctl.apply(recs); err != nil {
+		c.fail(err)
+		return
+	}
+	c.refreshVoters()
 }
 
 // truncate removes every offset >= offset from the log.
@@ -577,6 +908,8 @@ func (c *Core) truncate(offset int64) {
 	}
 	c.leo = offset
 	c.epochs.truncateFrom(offset)
+	c.ctl.truncateNew(offset)
+	c.refreshVoters()
 }
 
 func (c *Core) setHW(hw int64) {
@@ -625,7 +958,8 @@ func (c *Core) Ready() Ready {
 	rd := Ready{TruncateTo: c.truncateTo, Entries: c.entries, Messages: c.msgs,
 		HighWatermark: c.hw, HWChanged: c.hwChanged, SnapshotChunks: c.snapChunks, LoadSnapshot: c.snapLoad, logEnd: c.leo}
 	if c.hsDirty {
-		hs := HardState{LeaderEpoch: c.epoch, LeaderID: c.leader, VotedID: c.votedID}
+		hs := HardState{LeaderEpoch: c.epoch, LeaderID: c.leader, VotedID: c.votedID, VotedDirectoryID: c.votedDir,
+			KRaftVersion: c.ctl.kraftVersion()}
 		rd.HardState = &hs
 	}
 	if le := c.LeaderAndEpoch(); le != c.lastReported {
@@ -665,9 +999,14 @@ func (c *Core) Tick(nowMs int64) error {
 	}
 	switch c.role {
 	case RoleUnattached:
-		if c.isVoter {
+		if c.canCampaign() {
 			if c.now >= c.electionDeadline {
 				c.becomeProspective()
+			} else if len(c.cfg.Bootstrap) > 0 {
+				// KAFKA-17030: an unattached voter fetches from the
+				// bootstrap servers while it waits, to find a leader that
+				// does not count it a voter (pollUnattachedCommon).
+				c.maybeDiscover()
 			}
 		} else {
 			c.maybeDiscover()
@@ -675,6 +1014,10 @@ func (c *Core) Tick(nowMs int64) error {
 	case RoleProspective:
 		if c.now >= c.electionDeadline {
 			c.becomeProspective()
+		} else if len(c.cfg.Bootstrap) > 0 {
+			// Kafka's prospective becomes unattached after a lost
+			// pre-vote, which fetches from the bootstrap servers.
+			c.maybeDiscover()
 		}
 	case RoleCandidate:
 		if c.now >= c.electionDeadline {
@@ -683,7 +1026,7 @@ func (c *Core) Tick(nowMs int64) error {
 		}
 	case RoleFollower:
 		if c.now >= c.fetchDeadline {
-			if c.isVoter {
+			if c.canCampaign() {
 				c.becomeProspective()
 			} else {
 				c.becomeUnattached(c.epoch)
@@ -696,11 +1039,14 @@ func (c *Core) Tick(nowMs int64) error {
 		if c.fetchInflight == 0 && c.now >= c.fetchRetryAt {
 			c.sendFetch()
 		}
+		c.maybeSendVoterRequest()
 	case RoleLeader:
 		c.leaderTick()
 	case RoleResigned:
 		if c.now >= c.electionDeadline {
-			c.becomeProspective()
+			// KafkaRaftClient.pollResigned: the next epoch, so that nobody
+			// keeps following this replica's leadership of the last one.
+			c.becomeUnattached(c.epoch + 1)
 		} else if c.now-c.endSentMs >= c.cfg.RequestTimeoutMs {
 			c.sendEndQuorumEpoch(c.successors)
 		}
@@ -710,20 +1056,27 @@ func (c *Core) Tick(nowMs int64) error {
 
 func (c *Core) leaderTick() {
 	c.completeParked(false)
+	c.expireChange()
+	if c.role != RoleLeader {
+		return
+	}
 	for _, v := range c.voters {
-		if v == c.id {
+		r := c.voterStates[v]
+		if v == c.id || r == nil {
 			continue
 		}
-		r := c.replicas[v]
 		if !r.beginAcked && r.lastFetchMs < 0 && c.now-r.beginSentMs >= c.cfg.RequestTimeoutMs/2 {
 			c.sendBeginQuorumEpoch(v)
 		}
 	}
-	if len(c.voters) > 1 && c.now >= c.checkQuorum {
+	if c.now >= c.checkQuorum && !c.isOnlyVoter() {
 		// check quorum: a majority must have fetched within 1.5 * fetch timeout
-		n := 1
+		n := 0
+		if c.isVoter {
+			n = 1
+		}
 		for _, v := range c.voters {
-			if r := c.replicas[v]; v != c.id && max(r.lastFetchMs, r.lastSnapshotFetchMs) >= c.now-c.checkQuorumTimeout() {
+			if r := c.voterStates[v]; v != c.id && r != nil && max(r.lastFetchMs, r.lastSnapshotFetchMs) >= c.now-c.checkQuorumTimeout() {
 				n++
 			}
 		}
@@ -735,7 +1088,8 @@ func (c *Core) leaderTick() {
 	}
 }
 
-// maybeDiscover: an observer without a leader asks a random voter.
+// maybeDiscover: a replica without a leader that is not a voter fetches
+// from a bootstrap server (or a random voter) to learn of the leader.
 func (c *Core) maybeDiscover() {
 	if c.fetchInflight != 0 && c.now-c.fetchSentMs < c.cfg.RequestTimeoutMs {
 		return
@@ -743,10 +1097,18 @@ func (c *Core) maybeDiscover() {
 	if c.now < c.fetchRetryAt {
 		return
 	}
-	to := c.voters[c.rand.Intn(len(c.voters))]
-	c.sendFetchTo(to)
+	if n := len(c.cfg.Bootstrap); n > 0 {
+		i := c.rand.Intn(n)
+		c.sendFetchTo(BootstrapID(i), c.cfg.Bootstrap[i].Addr())
+	} else if len(c.voters) > 0 {
+		c.sendFetchTo(c.voters[c.rand.Intn(len(c.voters))], "")
+	}
 	c.fetchRetryAt = c.now + c.cfg.RetryBackoffMs
 }
+
+// BootstrapID is the node id requests to bootstrap server i go to (Kafka
+// names bootstrap servers with negative ids too).
+func BootstrapID(i int) int32 { return -2 - int32(i) }
 
 func (c *Core) sendFetch() {
 	if c.role != RoleFollower || c.leader < 0 {
@@ -756,12 +1118,12 @@ func (c *Core) sendFetch() {
 		c.sendFetchSnapshotTo(c.leader)
 		return
 	}
-	c.sendFetchTo(c.leader)
+	c.sendFetchTo(c.leader, "")
 }
 
-func (c *Core) sendFetchTo(to int32) {
+func (c *Core) sendFetchTo(to int32, addr string) {
 	c.fetchInflight = c.newID()
 	c.fetchSentMs = c.now
-	c.send(Message{Type: MsgFetch, To: to, ID: c.fetchInflight, Epoch: c.epoch,
+	c.send(Message{Type: MsgFetch, To: to, ToAddr: addr, ID: c.fetchInflight, Epoch: c.epoch,
 		LastOffset: c.leo, LastEpoch: c.lastEpoch(), MaxWaitMs: c.cfg.FetchMaxWaitMs})
 }

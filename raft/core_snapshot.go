@@ -156,6 +156,7 @@ func (c *Core) DeleteBeforeSnapshot(id OffsetAndEpoch) bool {
 	c.logStart = id.Offset
 	c.epochs.truncateFromStart(id.Offset)
 	c.forgetSnapshotsBefore(id)
+	c.ctl.truncateOld(id.Offset)
 	return true
 }
 
@@ -204,7 +205,7 @@ func (c *Core) handleFetchSnapshot(m Message) {
 	id := s.ID
 	resp.SnapshotID, resp.Size, resp.Position = &id, s.Size, m.Position
 	resp.ReadFrom, resp.ReadTo = m.Position, min(s.Size, m.Position+n)
-	if r := c.replicas[m.From]; r != nil && m.From >= 0 {
+	if r := c.voterStates[m.From]; r != nil && r.matches(ReplicaKey{ID: m.From, DirectoryID: m.FromDir}) {
 		r.lastSnapshotFetchMs = c.now // check quorum: the voter follows us
 	}
 	c.send(resp)
@@ -302,4 +303,23 @@ func (c *Core) loadSnapshot(s SnapshotInfo) {
 	if s.ID.Offset > c.hw {
 		c.setHW(s.ID.Offset)
 	}
+}
+
+// SnapshotLoaded gives the core the control records of the snapshot Ready
+// asked it to load (LoadSnapshot), before Advance: the voter set and
+// kraft.version history restarts from them, at the snapshot's last
+// contained offset (KRaftControlRecordStateMachine.maybeLoadSnapshot).
+func (c *Core) SnapshotLoaded(id OffsetAndEpoch, ctl SnapshotControl) error {
+	if id.Offset != c.logStart {
+		return c.takeErr()
+	}
+	c.ctl.clear()
+	if ctl.KRaftVersion > 0 {
+		c.fail(c.ctl.addKRaftVersion(id.Offset-1, ctl.KRaftVersion))
+		if ctl.Voters != nil {
+			c.fail(c.ctl.addVoters(id.Offset-1, *ctl.Voters))
+		}
+	}
+	c.refreshVoters()
+	return c.takeErr()
 }

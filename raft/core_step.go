@@ -19,7 +19,7 @@ func (c *Core) Step(m Message) error {
 		c.handleBeginQuorumEpoch(m)
 	case MsgBeginQuorumEpochResp:
 		if c.handleCommonResponse(m) && c.role == RoleLeader && m.Error == errNone {
-			if r := c.replicas[m.From]; r != nil {
+			if r := c.voterStates[m.From]; r != nil {
 				r.beginAcked = true
 			}
 		}
@@ -35,13 +35,21 @@ func (c *Core) Step(m Message) error {
 		c.handleFetchSnapshot(m)
 	case MsgFetchSnapshotResp:
 		c.handleFetchSnapshotResp(m)
+	case MsgAddVoter:
+		c.handleAddVoter(m)
+	case MsgRemoveVoter:
+		c.handleRemoveVoter(m)
+	case MsgUpdateVoter:
+		c.handleUpdateVoter(m)
+	case MsgApiVersionsResp:
+		c.handleApiVersionsResp(m)
+	case MsgUpdateVoterResp, MsgAddVoterResp, MsgRemoveVoterResp:
+		c.handleVoterResp(m)
 	default:
 		return fmt.Errorf("raft: unknown message type %d", m.Type)
 	}
 	return c.takeErr()
 }
-
-func (c *Core) isKnownVoter(id int32) bool { return slices.Contains(c.voters, id) }
 
 // handleCommonResponse applies what every response teaches: a newer epoch or a
 // leader for the current epoch. It returns false when the response is stale
@@ -50,7 +58,7 @@ func (c *Core) handleCommonResponse(m Message) bool {
 	switch {
 	case m.Epoch > c.epoch:
 		if m.LeaderID >= 0 && m.LeaderID != c.id {
-			c.becomeFollower(m.Epoch, m.LeaderID)
+			c.becomeFollower(m.Epoch, m.LeaderID, m.LeaderEndpoints)
 		} else {
 			c.becomeUnattached(m.Epoch)
 		}
@@ -64,7 +72,7 @@ func (c *Core) handleCommonResponse(m Message) bool {
 		!(m.Type == MsgVoteResp && m.Granted) {
 		switch c.role {
 		case RoleUnattached, RoleProspective, RoleCandidate:
-			c.becomeFollower(m.Epoch, m.LeaderID)
+			c.becomeFollower(m.Epoch, m.LeaderID, m.LeaderEndpoints)
 			return false
 		case RoleLeader, RoleResigned:
 			c.fail(violation("two leaders in epoch %d: %d and %d (seen by %d)", c.epoch, c.id, m.LeaderID, c.id))
@@ -97,7 +105,9 @@ func (c *Core) handleVote(m Message) {
 	// KafkaRaftClient.handleVoteRequest's order: argument ranges (a
 	// candidate bumped its epoch past its log's last epoch; a prospective
 	// did not), then validateVoterOnlyRequest (stale epoch, negative id),
-	// then membership (a static quorum's INCONSISTENT_VOTER_SET).
+	// then a newer epoch is taken, then the request must be meant for this
+	// replica (INVALID_VOTER_KEY). Any replica may ask: a voter that was just
+	// added campaigns before every voter has its VotersRecord.
 	illegalEpoch := m.LastEpoch >= m.Epoch
 	if m.PreVote {
 		illegalEpoch = m.LastEpoch > m.Epoch
@@ -112,11 +122,12 @@ func (c *Core) handleVote(m Message) {
 	case m.From < 0:
 		reply(false, errInvalidRequest)
 		return
-	case !c.isVoter || !c.isKnownVoter(m.From):
-		reply(false, errInconsistentVoterSet)
-		return
-	case m.PreVote && m.Epoch == c.epoch:
-		reply(false, errNone)
+	}
+	if m.Epoch > c.epoch {
+		c.becomeUnattached(m.Epoch)
+	}
+	if !c.isValidVoterKey(m.VoterKey) {
+		reply(false, errInvalidVoterKey)
 		return
 	}
 	upToDate := c.logUpToDate(m.LastEpoch, m.LastOffset)
@@ -135,18 +146,22 @@ func (c *Core) handleVote(m Message) {
 		reply(granted, errNone)
 		return
 	}
-	if m.Epoch > c.epoch {
-		c.becomeUnattached(m.Epoch)
-	}
 	granted := false
-	if c.role == RoleUnattached && upToDate && (c.votedID == NoLeader || c.votedID == m.From) {
+	if (c.role == RoleUnattached || c.role == RoleProspective) && upToDate && (c.votedID == NoLeader ||
+		c.votedID == m.From && (c.votedDir == [16]byte{} || c.votedDir == m.FromDir)) {
 		granted = true
 		if c.votedID != m.From {
-			c.setHardState(c.epoch, NoLeader, m.From)
+			c.setHardStateKey(c.epoch, NoLeader, m.From, m.FromDir)
 		}
 		c.resetElectionTimer()
 	}
 	reply(granted, errNone)
+}
+
+// isValidVoterKey: a request naming its receiver must name this replica
+// (KafkaRaftClient.isValidVoterKey; no directory id matches any).
+func (c *Core) isValidVoterKey(k *ReplicaKey) bool {
+	return k == nil || k.ID == c.id && (!k.hasDir() || k.DirectoryID == c.dir)
 }
 
 func (c *Core) handleVoteResp(m Message) {
@@ -181,13 +196,16 @@ func (c *Core) handleVoteResp(m Message) {
 
 func (c *Core) handleBeginQuorumEpoch(m Message) {
 	resp := Message{Type: MsgBeginQuorumEpochResp, To: m.From, ID: m.ID}
-	if !c.isKnownVoter(m.LeaderID) || m.LeaderID != m.From {
-		resp.Error, resp.Epoch, resp.LeaderID = errInconsistentVoterSet, c.epoch, c.advertisedLeader()
+	// handleBeginQuorumEpochRequest: validateVoterOnlyRequest, take the
+	// leader (its endpoints from the request, else the voter set), then the
+	// request must be meant for this replica.
+	switch {
+	case m.Epoch < c.epoch:
+		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.advertisedLeader()
 		c.send(resp)
 		return
-	}
-	if m.Epoch < c.epoch {
-		resp.Error, resp.Epoch, resp.LeaderID = errFencedLeaderEpoch, c.epoch, c.advertisedLeader()
+	case m.LeaderID < 0 || m.LeaderID != m.From:
+		resp.Error, resp.Epoch, resp.LeaderID = errInvalidRequest, c.epoch, c.advertisedLeader()
 		c.send(resp)
 		return
 	}
@@ -196,10 +214,15 @@ func (c *Core) handleBeginQuorumEpoch(m Message) {
 			c.fail(violation("two leaders in epoch %d: %d and %d", m.Epoch, c.id, m.LeaderID))
 			return
 		}
-		c.becomeFollower(m.Epoch, m.LeaderID)
+		c.becomeFollower(m.Epoch, m.LeaderID, m.LeaderEndpoints)
+	} else if len(m.LeaderEndpoints) > 0 {
+		c.leaderEP = slices.Clone(m.LeaderEndpoints)
 	}
 	c.lastContact = c.now
 	resp.Epoch, resp.LeaderID = c.epoch, c.advertisedLeader()
+	if !c.isValidVoterKey(m.VoterKey) {
+		resp.Error = errInvalidVoterKey
+	}
 	c.send(resp)
 }
 
@@ -213,9 +236,11 @@ func (c *Core) handleEndQuorumEpoch(m Message) {
 	if m.Epoch > c.epoch {
 		c.becomeUnattached(m.Epoch)
 	}
-	if c.isVoter && (c.role == RoleFollower && c.leader == m.LeaderID || c.role == RoleUnattached) {
+	if c.canCampaign() && (c.role == RoleFollower && c.leader == m.LeaderID || c.role == RoleUnattached) {
 		// The leader resigned: start an election soon, the preferred successors first.
-		pos := slices.Index(m.PreferredSuccessors, c.id)
+		pos := slices.IndexFunc(m.PreferredCandidates, func(k ReplicaKey) bool {
+			return k.ID == c.id && (!k.hasDir() || k.DirectoryID == c.dir)
+		})
 		backoff := int64(0)
 		if pos < 0 {
 			backoff = c.cfg.ElectionBackoffMaxMs
@@ -288,7 +313,7 @@ func (c *Core) handleFetch(m Message) {
 		c.send(resp)
 		return
 	}
-	c.updateReplica(m.From, m.LastOffset)
+	c.updateReplica(ReplicaKey{ID: m.From, DirectoryID: m.FromDir}, m.LastOffset)
 	c.maybeAdvanceHW()
 	if m.LastOffset >= c.leo && m.MaxWaitMs > 0 {
 		c.parked = append(c.parked, parkedFetch{req: m, deadline: c.now + m.MaxWaitMs, hw: c.hw})
@@ -305,15 +330,26 @@ func (c *Core) answerFetch(m Message) {
 	c.send(resp)
 }
 
-func (c *Core) updateReplica(id int32, fetchOffset int64) {
-	if id < 0 {
+// replicaFor returns the leader's state of replica k: its voter state when
+// k is a voter (same id, and directory id unless the voter has none), else
+// its observer state (LeaderState.getOrCreateReplicaState).
+func (c *Core) replicaFor(k ReplicaKey) *replicaState {
+	if r := c.voterStates[k.ID]; r != nil && r.matches(k) {
+		return r
+	}
+	r := c.observers[k]
+	if r == nil {
+		r = newReplicaState(k)
+		c.observers[k] = r
+	}
+	return r
+}
+
+func (c *Core) updateReplica(k ReplicaKey, fetchOffset int64) {
+	if k.ID < 0 || k.ID == c.id && c.role == RoleLeader && k.DirectoryID == c.dir {
 		return
 	}
-	r := c.replicas[id]
-	if r == nil {
-		r = &replicaState{endOffset: -1, lastFetchMs: -1, lastCaughtUpMs: -1}
-		c.replicas[id] = r
-	}
+	r := c.replicaFor(k)
 	if fetchOffset >= c.leo {
 		r.lastCaughtUpMs = c.now
 	} else if r.lastFetchMs >= 0 && fetchOffset >= r.leaderEndAtLastFetch {
@@ -325,30 +361,40 @@ func (c *Core) updateReplica(id int32, fetchOffset int64) {
 }
 
 // maybeAdvanceHW moves the leader's high watermark to the offset a majority of
-// voters hold, once that includes a record of the leader's own epoch.
+// voters hold, once that includes a record of the leader's own epoch. The
+// voters are those of the latest voter set, committed or not; the leader
+// counts only while it is one. A smaller majority offset after a voter
+// change leaves the high watermark where it is (LeaderState.maybeUpdateHighWatermark).
 func (c *Core) maybeAdvanceHW() {
-	if c.role != RoleLeader {
+	if c.role != RoleLeader || len(c.voters) == 0 {
 		return
 	}
 	offs := make([]int64, 0, len(c.voters))
 	for _, v := range c.voters {
-		if v == c.id {
+		switch r := c.voterStates[v]; {
+		case v == c.id && c.isVoter:
 			offs = append(offs, c.flushed)
-		} else {
-			offs = append(offs, c.replicas[v].endOffset)
+		case r != nil:
+			offs = append(offs, r.endOffset)
+		default:
+			offs = append(offs, -1)
 		}
 	}
 	slices.Sort(offs)
 	slices.Reverse(offs)
-	cand := offs[len(c.voters)/2]
+	cand := offs[len(offs)/2]
 	if cand > c.epochStart && cand >= c.hw {
 		c.hwKnown = true
-		c.setHW(cand)
+		if cand > c.hw {
+			c.setHW(cand)
+			c.onHighWatermark()
+		}
+	}
+	if last, ok := c.ctl.lastVotersEntry(); c.role == RoleLeader && !c.isVoter && ok && last.Offset < c.hw {
+		// A leader outside the committed voter set resigns.
+		c.Resign()
 	}
 }
-
-// onLeaderLogChange runs after the leader appends.
-func (c *Core) onLeaderLogChange() {}
 
 // completeParked answers parked fetches that have data, a new high watermark
 // or an expired wait.
@@ -426,6 +472,7 @@ func (c *Core) handleFetchResp(m Message) {
 			c.epochs.assign(e.Epoch, e.Offset)
 			c.leo = e.LastOffset + 1
 			c.entries = append(c.entries, e)
+			c.applyControl(e)
 		}
 	}
 	if validated && m.HighWatermark >= 0 {
@@ -438,9 +485,14 @@ func (c *Core) handleFetchResp(m Message) {
 // refused or lost, timeout): a fetch is retried after a backoff instead of
 // waiting for the request timeout.
 func (c *Core) RequestFailed(m Message) error {
-	if (m.Type == MsgFetch || m.Type == MsgFetchSnapshot) && m.ID != 0 && m.ID == c.fetchInflight {
+	switch {
+	case (m.Type == MsgFetch || m.Type == MsgFetchSnapshot) && m.ID != 0 && m.ID == c.fetchInflight:
 		c.fetchInflight = 0
 		c.fetchRetryAt = c.now + 5*c.cfg.RetryBackoffMs
+	case m.Type == MsgApiVersions:
+		c.handleApiVersionsResp(Message{Type: MsgApiVersionsResp, From: m.To, To: c.id, ID: m.ID, Error: errBrokerNotAvailable})
+	case m.ID != 0 && m.ID == c.voterReqInflight:
+		c.voterReqInflight = 0
 	}
 	return c.takeErr()
 }

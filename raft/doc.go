@@ -1,6 +1,7 @@
 // Package raft is KRaft: the Raft variant Apache Kafka uses to replicate the
-// __cluster_metadata-0 log among the controllers listed in
-// controller.quorum.voters (static voters, kraft.version 0).
+// __cluster_metadata-0 log among its voters: the controllers listed in
+// controller.quorum.voters (static voters, kraft.version 0) or, for a
+// dynamic quorum (KIP-853, kraft.version 1), the voter set of the log.
 //
 // # Shape
 //
@@ -159,10 +160,24 @@
 //	quorum-state              {"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,
 //	                           "appliedOffset":0,"currentVoters":[{"voterId":1}],"data_version":0}
 //
+// # Voter sets (KIP-853)
+//
+// A dynamic quorum's voters are the last VotersRecord of the log (or of the
+// snapshot or bootstrap checkpoint it starts from; voters.go, control.go,
+// control_state.go), in effect as soon as appended and undone with a
+// truncation. A node finds the leader through Config.BootstrapServers
+// (controller.quorum.bootstrap.servers) and identifies itself with its
+// replica key (node id and metadata log dir directory id) in Vote,
+// BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot. The leader
+// serves AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter one change at a
+// time (core_voters.go), and appends the kraft.version upgrade of a static
+// quorum once every voter has sent its directory id with UpdateRaftVoter
+// (Node.UpgradeKRaftVersion). quorum-state is written as data_version 1 at
+// kraft.version 1.
+//
 // # Not yet
 //
-// Dynamic voters (kraft.version 1, VotersRecord, AddRaftVoter; snapshots
-// with KRaftVersion/Voters records) are not implemented. The log start offset
+// The log start offset
 // is not checkpointed: after a restart it is the first segment's base, as
 // for Kafka's metadata log.
 package raft

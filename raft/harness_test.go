@@ -30,6 +30,16 @@ type harness struct {
 	dropP, dupP float64
 	maxDelay    int64
 
+	// dynamic: kraft.version 1, the initial voters from a bootstrap
+	// checkpoint (format --initial-controllers), every node with an
+	// endpoint, the bootstrap servers the initial voters. endpoints (static
+	// quorums): nodes have endpoints, so kraft.version 0 followers send
+	// UpdateRaftVoter.
+	dynamic   bool
+	endpoints bool
+	autoJoin  bool
+	adminResp []Message // answers to admin requests (AddRaftVoter, ...)
+
 	// global checks
 	leaders   map[int32]int32 // epoch -> leader
 	committed []Entry         // the committed prefix, as batches
@@ -41,7 +51,9 @@ type hnode struct {
 	id   int32
 	core *Core
 	up   bool
-	inc  int // incarnation
+	inc  int    // incarnation
+	disk int    // replaced disks: part of the directory id
+	port uint16 // its CONTROLLER port (0: 9093)
 	// durable
 	hs       HardState
 	log      []Entry // from logStart
@@ -63,14 +75,114 @@ type hmsg struct {
 }
 
 func newHarness(t testing.TB, seed int64, voters []int32, observers ...int32) *harness {
+	return newHarnessOpts(t, seed, harnessOpts{}, voters, observers...)
+}
+
+type harnessOpts struct{ dynamic, endpoints, autoJoin bool }
+
+const adminID int32 = -100 // the sender of admin requests (AddRaftVoter, ...)
+
+func newHarnessOpts(t testing.TB, seed int64, o harnessOpts, voters []int32, observers ...int32) *harness {
 	h := &harness{t: t, rng: rand.New(rand.NewSource(seed)), voters: voters, nodes: map[int32]*hnode{},
-		cut: map[[2]int32]bool{}, leaders: map[int32]int32{}, maxRead: 1 << 30, snapChunk: 1 << 20}
+		cut: map[[2]int32]bool{}, leaders: map[int32]int32{}, maxRead: 1 << 30, snapChunk: 1 << 20,
+		dynamic: o.dynamic, endpoints: o.endpoints || o.dynamic, autoJoin: o.autoJoin}
 	for _, id := range append(slices.Clone(voters), observers...) {
 		n := &hnode{id: id, hs: HardState{LeaderID: NoLeader, VotedID: NoLeader}, up: true, snaps: map[OffsetAndEpoch][]byte{}}
 		h.nodes[id] = n
+		if h.dynamic {
+			// format --initial-controllers on every node: the bootstrap
+			// checkpoint holds the initial voters (observers get the same
+			// checkpoint, as --no-initial-controllers nodes have none but
+			// learn the voters from the log; both work).
+			var vs []Voter
+			for _, v := range voters {
+				vs = append(vs, h.voterOf(v, 0))
+			}
+			set, err := NewVoterSet(vs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(voters, id) {
+				n.snaps[bootstrapSnapshotID] = EncodeSnapshotControl(bootstrapSnapshotID, 0, 0, SnapshotControl{KRaftVersion: 1, Voters: &set}, nil)
+			}
+		}
 		h.start(n)
 	}
 	return h
+}
+
+// harness node identities: directory id from the id and the disk, one
+// CONTROLLER endpoint node<id>:9093.
+func dirOf(id int32, disk int) [16]byte {
+	return [16]byte{0: 0xd1, 1: byte(disk), 14: byte(id >> 8), 15: byte(id)}
+}
+
+func endpointOf(id int32) Endpoint {
+	return Endpoint{Name: "CONTROLLER", Host: fmt.Sprintf("node%d", id), Port: 9093}
+}
+
+// endpoint is the node's current endpoint (a moved node has another port).
+func (n *hnode) endpoint() Endpoint {
+	e := endpointOf(n.id)
+	if n.port != 0 {
+		e.Port = n.port
+	}
+	return e
+}
+
+// key is the node's current replica key.
+func (n *hnode) key() ReplicaKey { return ReplicaKey{ID: n.id, DirectoryID: dirOf(n.id, n.disk)} }
+
+// voter is the node as a voter entry (what AddRaftVoter names).
+func (n *hnode) voter() Voter {
+	return Voter{Key: n.key(), Endpoints: []Endpoint{n.endpoint()}, KRaftMin: 0, KRaftMax: 1}
+}
+
+// replaceDisk loses the node's whole state: it comes back with a new
+// directory id and an empty log, as an observer until it is added again.
+func (h *harness) replaceDisk(id int32) {
+	n := h.nodes[id]
+	h.crash(id)
+	n.disk++
+	n.hs = HardState{LeaderID: NoLeader, VotedID: NoLeader}
+	n.log, n.logStart, n.base, n.part = nil, 0, nil, nil
+	n.snaps = map[OffsetAndEpoch][]byte{}
+	h.start(n)
+}
+
+func (h *harness) voterOf(id int32, disk int) Voter {
+	return Voter{Key: ReplicaKey{ID: id, DirectoryID: dirOf(id, disk)}, Endpoints: []Endpoint{endpointOf(id)}, KRaftMin: 0, KRaftMax: 1}
+}
+
+// controlOf is what a node restores at start: the latest snapshot's control
+// records, then the log's.
+func (h *harness) controlOf(n *hnode) ControlRecords {
+	var out ControlRecords
+	infos := n.snapshotInfos()
+	if len(infos) > 0 {
+		latest := infos[len(infos)-1].ID
+		ctl, err := decodeSnapshotControl(n.snaps[latest])
+		if err != nil {
+			h.t.Fatalf("node %d snapshot %v: %v", n.id, latest, err)
+		}
+		if ctl.KRaftVersion > 0 {
+			out.KRaftVersions = append(out.KRaftVersions, KRaftVersionAt{latest.Offset - 1, ctl.KRaftVersion})
+			if ctl.Voters != nil {
+				out.Voters = append(out.Voters, VotersAt{latest.Offset - 1, *ctl.Voters})
+			}
+		}
+	}
+	hist := controlHistory{kraft: out.KRaftVersions, voters: out.Voters}
+	for _, e := range n.log {
+		recs, err := entryControlRecords(e)
+		if err == nil {
+			err = hist.apply(recs)
+		}
+		if err != nil {
+			h.t.Fatalf("node %d control records: %v", n.id, err)
+		}
+	}
+	return hist.records()
 }
 
 func (h *harness) ids() []int32 {
@@ -95,9 +207,28 @@ func (h *harness) start(n *hnode) {
 		ep.assign(e.Epoch, e.Offset)
 		end = e.LastOffset + 1
 	}
-	c, err := NewCore(CoreConfig{ID: n.id, Voters: h.voters, Rand: rand.New(rand.NewSource(h.rng.Int63())),
+	cc := CoreConfig{ID: n.id, DirectoryID: n.key().DirectoryID, Voters: h.voters, Rand: rand.New(rand.NewSource(h.rng.Int63())),
 		State: n.hs, LogStart: n.logStart, LogEnd: end, Epochs: ep, Snapshots: n.snapshotInfos(), NowMs: h.now,
-		FetchSnapshotMaxBytes: h.snapChunk})
+		FetchSnapshotMaxBytes: h.snapChunk, ListenerName: "CONTROLLER", KRaftMax: 1, CanBecomeVoter: n.id >= 0,
+		AutoJoin: h.autoJoin, Control: h.controlOf(n)}
+	if h.endpoints {
+		cc.LocalEndpoints = []Endpoint{n.endpoint()}
+		var st []Voter
+		for _, v := range h.voters {
+			st = append(st, Voter{Key: ReplicaKey{ID: v}, Endpoints: []Endpoint{endpointOf(v)}})
+		}
+		// controller.quorum.bootstrap.servers: every controller, as configured at first
+		for _, id := range h.ids() {
+			if id >= 0 && id != n.id {
+				cc.Bootstrap = append(cc.Bootstrap, h.nodes[id].endpoint())
+			}
+		}
+		cc.StaticVoters, _ = NewVoterSet(st...)
+	}
+	if h.dynamic {
+		cc.Voters, cc.StaticVoters = nil, VoterSet{}
+	}
+	c, err := NewCore(cc)
 	if err != nil {
 		h.t.Fatalf("node %d: %v", n.id, err)
 	}
@@ -155,8 +286,13 @@ func (h *harness) process(n *hnode) {
 			h.logf("node %d loads snapshot %d@%d", n.id, s.ID.Offset, s.ID.Epoch)
 			h.snapLoads++
 			n.snaps = map[OffsetAndEpoch][]byte{s.ID: n.part}
+			ctl, err := decodeSnapshotControl(n.part)
+			if err != nil {
+				h.t.Fatalf("node %d: snapshot %v: %v", n.id, s.ID, err)
+			}
 			n.part = nil
 			n.log, n.logStart, n.base = nil, s.ID.Offset, h.snapshotEntries(n, s.ID)
+			h.check(n.core.SnapshotLoaded(s.ID, ctl), n)
 		}
 		for _, m := range rd.Messages {
 			h.sendMsg(n, m)
@@ -252,7 +388,7 @@ func (h *harness) snapshotAt(id int32, truncate bool) (OffsetAndEpoch, bool) {
 	for _, e := range state {
 		recs = append(recs, EncodeEntry(e))
 	}
-	n.snaps[sid] = EncodeSnapshot(sid, state[len(state)-1].AppendTimeMs, h.now, recs)
+	n.snaps[sid] = EncodeSnapshotControl(sid, state[len(state)-1].AppendTimeMs, h.now, n.core.ControlAt(sid.Offset-1), recs)
 	n.core.AddSnapshot(SnapshotInfo{ID: sid, Size: int64(len(n.snaps[sid]))})
 	h.logf("node %d snapshots at %d@%d", id, sid.Offset, sid.Epoch)
 	if truncate && n.core.DeleteBeforeSnapshot(sid) {
@@ -287,6 +423,14 @@ func (h *harness) sendMsg(n *hnode, m Message) {
 			h.t.Fatalf("node %d has no snapshot %v (or not %d bytes)", n.id, *m.SnapshotID, m.ReadTo)
 		}
 		m.Data = slices.Clone(b[m.ReadFrom:m.ReadTo])
+	}
+	if m.To < 0 && m.To != adminID && !m.Type.IsResponse() {
+		// a bootstrap server: by address
+		for id := range h.nodes {
+			if h.nodes[id].endpoint().Addr() == m.ToAddr {
+				m.To = id
+			}
+		}
 	}
 	hm := hmsg{m: m, at: h.now, seq: h.seq}
 	h.seq++
@@ -324,6 +468,11 @@ func (h *harness) heal() { h.cut = map[[2]int32]bool{} }
 // message was dropped.
 func (h *harness) deliver(hm hmsg) bool {
 	m := hm.m
+	if m.To == adminID {
+		h.logf("%v", m)
+		h.adminResp = append(h.adminResp, m)
+		return true
+	}
 	to := h.nodes[m.To]
 	if to == nil || !to.up || h.isCut(m.From, m.To) {
 		return false
@@ -335,9 +484,27 @@ func (h *harness) deliver(hm hmsg) bool {
 		return false
 	}
 	h.logf("%v", m)
+	if m.Type == MsgApiVersions {
+		// the broker layer answers ApiVersions with the supported kraft.version range
+		from := h.nodes[m.From]
+		resp := Message{Type: MsgApiVersionsResp, From: m.To, To: m.From, ID: m.ID,
+			KRaftRange: &[2]int16{to.core.cfg.KRaftMin, to.core.cfg.KRaftMax}}
+		hm := hmsg{m: resp, at: h.now, seq: h.seq, toInc: from.inc}
+		h.seq++
+		h.queue = append(h.queue, hm)
+		return true
+	}
 	h.check(to.core.Step(m), to)
 	h.process(to)
 	return true
+}
+
+// admin sends an admin request (AddRaftVoter, RemoveRaftVoter) to node id.
+func (h *harness) admin(id int32, m Message) {
+	m.From, m.To = adminID, id
+	h.seq++
+	m.ID = uint64(1_000_000 + h.seq)
+	h.queue = append(h.queue, hmsg{m: m, at: h.now, seq: h.seq, toInc: h.nodes[id].inc})
 }
 
 func (h *harness) tick(id int32) {
@@ -423,7 +590,29 @@ func sameEntry(a, b Entry) bool {
 
 func entryString(e Entry) string {
 	if e.Control {
-		return fmt.Sprintf("[%d]@%d LeaderChange", e.Offset, e.Epoch)
+		var parts []string
+		for i, r := range e.Records {
+			typ := e.ControlType
+			if i < len(e.ControlTypes) {
+				typ = e.ControlTypes[i]
+			}
+			switch typ {
+			case ControlLeaderChange:
+				parts = append(parts, "LeaderChange")
+			case ControlKRaftVersion:
+				v, _ := DecodeKRaftVersionRecord(r)
+				parts = append(parts, fmt.Sprintf("KRaftVersion(%d)", v))
+			case ControlKRaftVoters:
+				vs, _ := DecodeVotersRecord(r)
+				parts = append(parts, "Voters"+votersString(vs))
+			default:
+				parts = append(parts, fmt.Sprintf("Control(%d)", typ))
+			}
+		}
+		if e.Offset == e.LastOffset {
+			return fmt.Sprintf("[%d]@%d %s", e.Offset, e.Epoch, strings.Join(parts, " "))
+		}
+		return fmt.Sprintf("[%d-%d]@%d %s", e.Offset, e.LastOffset, e.Epoch, strings.Join(parts, " "))
 	}
 	var rs []string
 	for _, r := range e.Records {
@@ -433,6 +622,26 @@ func entryString(e Entry) string {
 		return fmt.Sprintf("[%d]@%d %s", e.Offset, e.Epoch, strings.Join(rs, " "))
 	}
 	return fmt.Sprintf("[%d-%d]@%d %s", e.Offset, e.LastOffset, e.Epoch, strings.Join(rs, " "))
+}
+
+// votersString renders a voter set as (1 2:d1 3): ids, with the disk of a
+// directory id when it is not the first.
+func votersString(vs VoterSet) string {
+	var ids []string
+	for _, v := range vs.Voters() {
+		s := fmt.Sprint(v.Key.ID)
+		switch {
+		case !v.Key.hasDir():
+			s += ":-"
+		case v.Key.DirectoryID[1] != 0:
+			s += fmt.Sprintf(":d%d", v.Key.DirectoryID[1])
+		}
+		if len(v.Endpoints) > 0 && v.Endpoints[0].Port != 9093 {
+			s += fmt.Sprintf("@%d", v.Endpoints[0].Port)
+		}
+		ids = append(ids, s)
+	}
+	return "(" + strings.Join(ids, " ") + ")"
 }
 
 // deliverDue delivers every queued message due at or before now, oldest first.
@@ -475,6 +684,12 @@ func (h *harness) statusLine(id int32) string {
 	line := fmt.Sprintf("%d: %s epoch=%d leader=%d voted=%d leo=%d hw=%d", id, st.Role, st.Epoch, st.LeaderID, st.VotedID, st.LogEndOffset, st.HighWatermark)
 	if st.LogStartOffset > 0 {
 		line += fmt.Sprintf(" start=%d", st.LogStartOffset)
+	}
+	if h.dynamic || h.endpoints {
+		line += fmt.Sprintf(" kraft=%d voters=%s", st.KRaftVersion, votersString(st.VoterSet))
+		if !n.core.isVoter {
+			line += " observer"
+		}
 	}
 	return line
 }

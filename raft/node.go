@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,9 +25,17 @@ type VoterEndpoint struct {
 	Port int
 }
 
-// Transport sends one KRaft request to a voter and returns its response.
+// Peer is where a request goes: a node id (a negative one for a bootstrap
+// server) and its host:port on the default controller listener when known
+// ("" routes by id through the static voters).
+type Peer struct {
+	ID   int32
+	Addr string
+}
+
+// Transport sends one KRaft request to a peer and returns its response.
 type Transport interface {
-	Send(ctx context.Context, nodeID int32, req kmsg.Request) (kmsg.Response, error)
+	Send(ctx context.Context, to Peer, req kmsg.Request) (kmsg.Response, error)
 }
 
 // Listener receives committed batches in offset order (control batches are
@@ -37,8 +47,23 @@ type Listener interface {
 
 // Config configures a Node.
 type Config struct {
-	NodeID    int32
-	Voters    map[int32]VoterEndpoint // controller.quorum.voters
+	NodeID int32
+	// Voters are controller.quorum.voters (static voters, kraft.version 0);
+	// empty for a dynamic quorum (controller.quorum.bootstrap.servers).
+	Voters map[int32]VoterEndpoint
+	// BootstrapServers are controller.quorum.bootstrap.servers: a replica
+	// without a leader fetches from one to discover it (default: the voters).
+	BootstrapServers []VoterEndpoint
+	// ListenerName is the default controller listener,
+	// controller.listener.names[0] (default CONTROLLER).
+	ListenerName string
+	// LocalEndpoints are this node's advertised controller listeners (empty
+	// on a broker): what it names as leader and in its voter entry.
+	LocalEndpoints []Endpoint
+	// CanBecomeVoter: process.roles contains controller.
+	CanBecomeVoter bool
+	// AutoJoin: controller.quorum.auto.join.enable.
+	AutoJoin  bool
 	ClusterID string
 	// MetadataLogDir holds the partition dir __cluster_metadata-0.
 	MetadataLogDir string
@@ -119,7 +144,6 @@ type Node struct {
 	nextIn   uint64
 	appends  []appendWaiter
 	lsn      []*listenerState
-	dirIDs   map[int32][16]byte // replica -> directory id from its last Fetch
 	inflight sync.WaitGroup
 	ownedTr  *ClientTransport // the default transport, closed by Close
 	ctx      context.Context  // cancelled by Close: in-flight requests
@@ -137,8 +161,16 @@ type appendWaiter struct {
 
 // NewNode validates cfg and opens nothing yet; Start opens the log.
 func NewNode(cfg Config) (*Node, error) {
-	if len(cfg.Voters) == 0 {
-		return nil, errors.New("raft: no voters")
+	if len(cfg.Voters) == 0 && len(cfg.BootstrapServers) == 0 {
+		return nil, errors.New("raft: no voters and no bootstrap servers")
+	}
+	if cfg.ListenerName == "" {
+		cfg.ListenerName = "CONTROLLER"
+	}
+	if len(cfg.LocalEndpoints) == 0 && cfg.CanBecomeVoter {
+		if ep, ok := cfg.Voters[cfg.NodeID]; ok {
+			cfg.LocalEndpoints = []Endpoint{{Name: cfg.ListenerName, Host: ep.Host, Port: uint16(ep.Port)}}
+		}
 	}
 	if cfg.FS == nil {
 		cfg.FS = vfs.Default
@@ -174,7 +206,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, errors.New("raft: no MetadataLogDir")
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With(zap.String("topic", "__cluster_metadata"), zap.Int32("partition", 0)),
-		waiters: map[uint64]chan Message{}, dirIDs: map[int32][16]byte{}, hw: -1, epochSt: -1,
+		waiters: map[uint64]chan Message{}, hw: -1, epochSt: -1,
 		le: LeaderAndEpoch{LeaderID: NoLeader}, stop: make(chan struct{}), done: make(chan struct{})}
 	for id := range cfg.Voters {
 		n.voters = append(n.voters, id)
@@ -186,6 +218,11 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.qs = quorumStateStore{fs: cfg.FS, path: partitionDir(cfg.MetadataLogDir) + "/" + QuorumStateFile, voters: n.voters}
+	if len(cfg.BootstrapServers) == 0 {
+		for _, id := range n.voters {
+			n.cfg.BootstrapServers = append(n.cfg.BootstrapServers, cfg.Voters[id])
+		}
+	}
 	n.mu.SetRank(lockrank.RaftNode)
 	n.cond = sync.NewCond(&n.mu)
 	return n, nil
@@ -224,8 +261,19 @@ func (n *Node) Start() error {
 	if err != nil {
 		return err
 	}
+	ctl, err := n.loadControlRecords(store, snaps)
+	if err != nil {
+		return err
+	}
+	var boot []Endpoint
+	for _, b := range n.cfg.BootstrapServers {
+		boot = append(boot, Endpoint{Name: n.cfg.ListenerName, Host: b.Host, Port: uint16(b.Port)})
+	}
 	core, err := NewCore(CoreConfig{
-		ID: n.cfg.NodeID, Voters: n.voters,
+		ID: n.cfg.NodeID, DirectoryID: n.cfg.DirectoryID,
+		StaticVoters: StaticVoterSet(n.cfg.ListenerName, n.cfg.Voters), ListenerName: n.cfg.ListenerName,
+		LocalEndpoints: n.cfg.LocalEndpoints, KRaftMin: 0, KRaftMax: MaxKRaftVersion,
+		CanBecomeVoter: n.cfg.CanBecomeVoter, AutoJoin: n.cfg.AutoJoin, Bootstrap: boot, Control: ctl,
 		ElectionTimeoutMs:     n.cfg.ElectionTimeout.Milliseconds(),
 		FetchTimeoutMs:        n.cfg.FetchTimeout.Milliseconds(),
 		RequestTimeoutMs:      n.cfg.RequestTimeout.Milliseconds(),
@@ -241,7 +289,8 @@ func (n *Node) Start() error {
 	n.store, n.snaps, n.core, n.started = store, snaps, core, true
 	n.log.Info("raft starting", zap.Int32("node", n.cfg.NodeID), zap.Int32("epoch", hs.LeaderEpoch),
 		zap.Int64("logStartOffset", store.LogStartOffset()), zap.Int64("logEndOffset", store.LogEndOffset()),
-		zap.Int("snapshots", len(snaps.ids)))
+		zap.Int("snapshots", len(snaps.ids)), zap.Int16("kraftVersion", core.KRaftVersion()),
+		zap.Stringer("voters", core.Voters()))
 	if err := n.processReadyLocked(); err != nil {
 		return err
 	}
@@ -402,7 +451,7 @@ func (n *Node) dispatchLocked(m Message) error {
 		defer n.inflight.Done()
 		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.RequestTimeout+n.cfg.FetchMaxWait)
 		defer cancel()
-		resp, err := n.cfg.Transport.Send(ctx, m.To, req)
+		resp, err := n.cfg.Transport.Send(ctx, Peer{ID: m.To, Addr: m.ToAddr}, req)
 		if err != nil {
 			n.log.Debug("raft request failed", zap.Stringer("type", m.Type), zap.Int32("to", m.To), zap.Error(err))
 			n.mu.Lock()
@@ -570,4 +619,65 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 	case <-ch:
 	case <-time.After(d):
 	}
+}
+
+// Voters returns the latest voter set (of the log, else the static voters).
+func (n *Node) Voters() VoterSet {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.core == nil {
+		return StaticVoterSet(n.cfg.ListenerName, n.cfg.Voters)
+	}
+	return n.core.Voters()
+}
+
+// KRaftVersion returns the latest kraft.version of the log.
+func (n *Node) KRaftVersion() int16 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.core == nil {
+		return 0
+	}
+	return n.core.KRaftVersion()
+}
+
+// LeaderEndpoint returns the host:port of the current leader on the
+// default controller listener (false: no leader or unknown address).
+func (n *Node) LeaderEndpoint() (int32, string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.core == nil {
+		return NoLeader, "", false
+	}
+	le := n.core.LeaderAndEpoch()
+	if le.LeaderID < 0 {
+		return NoLeader, "", false
+	}
+	st := n.core.Status()
+	if e, ok := n.leaderEndpoint(st.LeaderEndpoints); ok {
+		return le.LeaderID, e.Addr(), true
+	}
+	if ep, ok := n.cfg.Voters[le.LeaderID]; ok {
+		return le.LeaderID, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), true
+	}
+	return NoLeader, "", false
+}
+
+// UpgradeKRaftVersion upgrades kraft.version on the leader of epoch (see
+// Core.UpgradeKRaftVersion); an *UpgradeError says why not. It returns
+// once the upgrade is appended, not committed.
+func (n *Node) UpgradeKRaftVersion(epoch int32, version int16, validateOnly bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.usableLocked(); err != nil {
+		return err
+	}
+	n.fail(n.core.Tick(n.nowMs()))
+	err := n.core.UpgradeKRaftVersion(epoch, version, validateOnly)
+	var ue *UpgradeError
+	if err != nil && !errors.As(err, &ue) {
+		n.fail(err)
+	}
+	n.fail(n.processReadyLocked())
+	return err
 }

@@ -97,6 +97,52 @@ func (n *Node) openSnapshots(store LogStore) (*snapshotFiles, error) {
 	return sf, nil
 }
 
+// loadControlRecords reads the voter set and kraft.version history at
+// start (KRaftControlRecordStateMachine.updateState): the control records
+// of the latest snapshot (the bootstrap checkpoint 0-0 too) at its last
+// contained offset, then those of the log after it. n.mu must be held.
+func (n *Node) loadControlRecords(store LogStore, sf *snapshotFiles) (ControlRecords, error) {
+	var out ControlRecords
+	from := store.LogStartOffset()
+	if latest, ok := sf.latest(); ok {
+		ctl, err := sf.control(latest.ID)
+		if err != nil {
+			return out, fmt.Errorf("raft: reading snapshot %s: %w", SnapshotFileName(latest.ID), err)
+		}
+		at := latest.ID.Offset - 1
+		if ctl.KRaftVersion > 0 {
+			out.KRaftVersions = append(out.KRaftVersions, KRaftVersionAt{Offset: at, Version: ctl.KRaftVersion})
+			if ctl.Voters != nil {
+				out.Voters = append(out.Voters, VotersAt{Offset: at, Voters: *ctl.Voters})
+			}
+		}
+		from = max(from, latest.ID.Offset)
+	}
+	end := store.LogEndOffset()
+	for off := from; off < end; {
+		b, err := store.Read(off, end, 1<<20)
+		if err != nil {
+			return out, err
+		}
+		if len(b) == 0 {
+			return out, fmt.Errorf("raft: empty read at %d below log end %d", off, end)
+		}
+		next := off
+		err = walkBatches(b, false, func(h batchHeader, _ []byte) error {
+			next = h.lastOffset() + 1
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+		if err := ScanControlRecords(b, &out); err != nil {
+			return out, err
+		}
+		off = next
+	}
+	return out, nil
+}
+
 // CreateSnapshot writes a snapshot of img (KafkaRaftClient.createSnapshot,
 // RecordsSnapshotWriter): it must end at a batch boundary at or below the
 // high watermark and be valid against the log. The file is written outside
@@ -121,7 +167,10 @@ func (n *Node) CreateSnapshot(img SnapshotImage) (OffsetAndEpoch, error) {
 	if img.Records != nil {
 		recs = img.Records()
 	}
-	content := EncodeSnapshot(id, img.LastContainedLogTimestamp, n.nowMs(), recs)
+	n.mu.Lock()
+	ctl := n.core.ControlAt(id.Offset - 1)
+	n.mu.Unlock()
+	content := EncodeSnapshotControl(id, img.LastContainedLogTimestamp, n.nowMs(), ctl, recs)
 	sf := n.snaps
 	tmp, err := sf.createPart(id)
 	if err == nil {
@@ -253,8 +302,15 @@ func (n *Node) loadFetchedSnapshotLocked(s SnapshotInfo) error {
 	if _, err := n.snaps.forgetBefore(s.ID); err != nil {
 		return err
 	}
+	ctl, err := n.snaps.control(s.ID)
+	if err != nil {
+		return fmt.Errorf("raft: reading fetched snapshot %s: %w", SnapshotFileName(s.ID), err)
+	}
+	if err := n.core.SnapshotLoaded(s.ID, ctl); err != nil {
+		return err
+	}
 	n.log.Info("loaded a snapshot from the leader; the log now starts at its end offset",
-		zap.String("file", SnapshotFileName(s.ID)), zap.Int64("bytes", s.Size))
+		zap.String("file", SnapshotFileName(s.ID)), zap.Int64("bytes", s.Size), zap.Int16("kraftVersion", ctl.KRaftVersion))
 	n.cond.Broadcast()
 	return nil
 }

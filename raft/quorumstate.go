@@ -15,13 +15,16 @@ import (
 const QuorumStateFile = "quorum-state"
 
 // quorum-state layout (FileQuorumStateStore.java, QuorumStateData.json), one
-// line of JSON, data_version 0 for kraft.version 0 (static voters):
+// line of JSON; the data_version follows the kraft.version when it is
+// written (KRaftVersion.quorumStateVersion): 0 for static voters,
 //
 //	{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,
 //	 "currentVoters":[{"voterId":1}],"data_version":0}
 //
-// Version 1 files (kraft.version 1) carry votedDirectoryId and no currentVoters;
-// they are read, never written.
+// and 1 from kraft.version 1, with the voted replica's directory id and no
+// voters (the voter set is in the log):
+//
+//	{"leaderId":1,"leaderEpoch":2,"votedId":1,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}
 type quorumStateJSON struct {
 	ClusterID     string      `json:"clusterId"`
 	LeaderID      int32       `json:"leaderId"`
@@ -36,16 +39,32 @@ type voterJSON struct {
 	VoterID int32 `json:"voterId"`
 }
 
+// quorumStateV1JSON is data_version 1, fields in QuorumStateDataJsonConverter's order.
+type quorumStateV1JSON struct {
+	LeaderID         int32  `json:"leaderId"`
+	LeaderEpoch      int32  `json:"leaderEpoch"`
+	VotedID          int32  `json:"votedId"`
+	VotedDirectoryID string `json:"votedDirectoryId"`
+	DataVersion      int16  `json:"data_version"`
+}
+
 type quorumStateReadJSON struct {
-	LeaderID    *int32 `json:"leaderId"`
-	LeaderEpoch *int32 `json:"leaderEpoch"`
-	VotedID     *int32 `json:"votedId"`
-	DataVersion *int16 `json:"data_version"`
+	LeaderID         *int32  `json:"leaderId"`
+	LeaderEpoch      *int32  `json:"leaderEpoch"`
+	VotedID          *int32  `json:"votedId"`
+	VotedDirectoryID *string `json:"votedDirectoryId"`
+	DataVersion      *int16  `json:"data_version"`
 }
 
 // EncodeQuorumState renders the quorum-state file contents (no trailing newline,
-// as Kafka's ObjectMapper writes it).
+// as Kafka's ObjectMapper writes it): data_version 1 when hs.KRaftVersion is
+// 1 or more, else 0 with the static voters.
 func EncodeQuorumState(hs HardState, voters []int32) []byte {
+	if hs.KRaftVersion >= 1 {
+		b, _ := json.Marshal(quorumStateV1JSON{LeaderID: hs.LeaderID, LeaderEpoch: hs.LeaderEpoch, VotedID: hs.VotedID,
+			VotedDirectoryID: uuidString(hs.VotedDirectoryID), DataVersion: 1})
+		return b
+	}
 	v := slices.Clone(voters)
 	slices.Sort(v)
 	q := quorumStateJSON{LeaderID: hs.LeaderID, LeaderEpoch: hs.LeaderEpoch, VotedID: hs.VotedID,
@@ -75,6 +94,16 @@ func DecodeQuorumState(b []byte) (HardState, error) {
 	}
 	if q.VotedID != nil {
 		hs.VotedID = *q.VotedID
+	}
+	if *q.DataVersion >= 1 {
+		hs.KRaftVersion = 1
+		if q.VotedDirectoryID != nil {
+			dir, err := ParseDirectoryID(*q.VotedDirectoryID)
+			if err != nil {
+				return HardState{}, fmt.Errorf("raft: quorum-state: %w", err)
+			}
+			hs.VotedDirectoryID = dir
+		}
 	}
 	return hs, nil
 }

@@ -135,9 +135,11 @@ func TestHandleRequestValidation(t *testing.T) {
 			t.Errorf("vote topic: %d", vr.ErrorCode)
 		}
 		vote.Topics[0].Topic = MetadataTopic
+		vote.Version, vote.VoterID = 1, 9 // meant for another voter
+		vote.Topics[0].Partitions[0].CandidateEpoch = 1
 		resp, _ = n.HandleRequest(ctx, vote)
-		if vp := resp.(*kmsg.VoteResponse).Topics[0].Partitions[0]; vp.ErrorCode != kerr.InconsistentVoterSet.Code || vp.VoteGranted {
-			t.Errorf("vote from a non-voter: %+v", vp)
+		if vp := resp.(*kmsg.VoteResponse).Topics[0].Partitions[0]; vp.ErrorCode != kerr.InvalidVoterKey.Code || vp.VoteGranted {
+			t.Errorf("vote for another voter: %+v", vp)
 		}
 		bqe := kmsg.NewPtrBeginQuorumEpochRequest()
 		bqe.ClusterID = &cid
@@ -189,8 +191,20 @@ func TestQuorumStateFile(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 	hs, err := DecodeQuorumState([]byte(`{"leaderId":-1,"leaderEpoch":7,"votedId":2,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}`))
-	if err != nil || hs != (HardState{LeaderEpoch: 7, LeaderID: -1, VotedID: 2}) {
+	if err != nil || hs != (HardState{LeaderEpoch: 7, LeaderID: -1, VotedID: 2, KRaftVersion: 1}) {
 		t.Fatalf("%+v %v", hs, err)
+	}
+	// kraft.version 1: data_version 1 with the voted directory id, no voters
+	// (FileQuorumStateStore.writeElectionState, QuorumStateDataJsonConverter).
+	dir := [16]byte{0: 0x6b, 15: 0x01}
+	v1 := HardState{LeaderEpoch: 3, LeaderID: -1, VotedID: 2, VotedDirectoryID: dir, KRaftVersion: 1}
+	got = string(EncodeQuorumState(v1, []int32{1, 2}))
+	want = `{"leaderId":-1,"leaderEpoch":3,"votedId":2,"votedDirectoryId":"awAAAAAAAAAAAAAAAAAAAQ","data_version":1}`
+	if got != want {
+		t.Fatalf("v1: got %s", got)
+	}
+	if hs, err := DecodeQuorumState([]byte(got)); err != nil || hs != v1 {
+		t.Fatalf("v1 round trip: %+v %v", hs, err)
 	}
 	if _, err := DecodeQuorumState([]byte(`{"leaderId":1}`)); err == nil {
 		t.Fatal("no data_version accepted")

@@ -31,7 +31,10 @@ import (
 //	data batches    the records of the state (metadata records, framed as in the log)
 //	control batch   SnapshotFooterRecord{Version 0}
 //
-// kraft.version 0 snapshots carry no KRaftVersionRecord or VotersRecord.
+// A kraft.version 1 snapshot has, in the header's batch after the
+// SnapshotHeaderRecord, a KRaftVersionRecord and the VotersRecord in effect
+// at its last contained offset (RecordsSnapshotWriter); kraft.version 0
+// snapshots carry neither.
 
 const (
 	snapshotSuffix        = ".checkpoint"
@@ -116,14 +119,39 @@ func decodeSnapshotHeader(v []byte) (int64, error) {
 // errBadSnapshot reports a snapshot file that is not header, records, footer.
 var errBadSnapshot = errors.New("raft: corrupt snapshot")
 
-// EncodeSnapshot renders a whole snapshot file: the header batch, the
-// records in batches of at most 1024 records (and 8 MiB), the footer batch.
-// Every batch carries the snapshot's epoch and nowMs as its timestamp.
+// SnapshotControl are the control records a snapshot carries after its
+// header, in the header's batch (RecordsSnapshotWriter): a KRaftVersionRecord
+// when the kraft.version is 1 or more, and the voter set when there is one
+// (never at kraft.version 0).
+type SnapshotControl struct {
+	KRaftVersion int16
+	Voters       *VoterSet
+}
+
+// EncodeSnapshot renders a whole snapshot file of kraft.version 0: the
+// header batch, the records in batches of at most 1024 records (and 8 MiB),
+// the footer batch. Every batch carries the snapshot's epoch and nowMs as
+// its timestamp.
 func EncodeSnapshot(id OffsetAndEpoch, lastContainedLogTimestamp, nowMs int64, records [][]byte) []byte {
-	off := int64(0)
-	out := EncodeEntry(Entry{Offset: off, LastOffset: off, Epoch: id.Epoch, AppendTimeMs: nowMs, Control: true,
-		ControlType: ControlSnapshotHeader, Records: [][]byte{encodeSnapshotHeader(lastContainedLogTimestamp)}})
-	off++
+	return EncodeSnapshotControl(id, lastContainedLogTimestamp, nowMs, SnapshotControl{}, records)
+}
+
+// EncodeSnapshotControl is EncodeSnapshot with the control records of ctl
+// in the header batch.
+func EncodeSnapshotControl(id OffsetAndEpoch, lastContainedLogTimestamp, nowMs int64, ctl SnapshotControl, records [][]byte) []byte {
+	head := Entry{Offset: 0, Epoch: id.Epoch, AppendTimeMs: nowMs, Control: true,
+		ControlType: ControlSnapshotHeader, Records: [][]byte{encodeSnapshotHeader(lastContainedLogTimestamp)}}
+	if ctl.KRaftVersion > 0 {
+		head.ControlTypes = []int16{ControlSnapshotHeader, ControlKRaftVersion}
+		head.Records = append(head.Records, EncodeKRaftVersionRecord(ctl.KRaftVersion))
+		if ctl.Voters != nil {
+			head.ControlTypes = append(head.ControlTypes, ControlKRaftVoters)
+			head.Records = append(head.Records, EncodeVotersRecord(*ctl.Voters))
+		}
+	}
+	head.LastOffset = int64(len(head.Records)) - 1
+	out := EncodeEntry(head)
+	off := head.LastOffset + 1
 	for len(records) > 0 {
 		n, size := 0, 0
 		for n < len(records) && n < snapshotBatchRecords && (n == 0 || size+len(records[n])+32 <= snapshotBatchBytes-batchHeaderSize) {
@@ -146,6 +174,9 @@ type SnapshotReader struct {
 	ID                        OffsetAndEpoch
 	LastContainedLogTimestamp int64
 	Batches                   []Batch
+	// Control: the KRaftVersionRecord and VotersRecord of the snapshot
+	// (kraft.version 0 and no voters when it has none).
+	Control SnapshotControl
 }
 
 // LastContainedLogOffset is the offset of the last record the snapshot
@@ -182,31 +213,43 @@ func DecodeSnapshot(id OffsetAndEpoch, b []byte) (*SnapshotReader, error) {
 			return fmt.Errorf("%w: batch at %d, expected %d", errBadSnapshot, h.baseOffset, next)
 		}
 		next = h.lastOffset() + 1
-		vals, err := recordValues(h, raw)
-		if err != nil {
-			return err
-		}
 		if h.control() {
-			typ, err := controlType(h, raw)
+			recs, err := controlRecords(h, raw)
 			if err != nil {
 				return err
 			}
-			switch {
-			case typ == ControlSnapshotHeader && firstBatch && len(vals) >= 1:
-				ts, err := decodeSnapshotHeader(vals[0])
-				if err != nil {
-					return err
+			for i, r := range recs {
+				switch {
+				case r.typ == ControlSnapshotHeader && firstBatch && i == 0:
+					ts, err := decodeSnapshotHeader(r.value)
+					if err != nil {
+						return err
+					}
+					s.LastContainedLogTimestamp, sawHeader = ts, true
+				case r.typ == ControlSnapshotFooter && !firstBatch:
+					sawFooter = true
+				case r.typ == ControlKRaftVersion && sawHeader:
+					v, err := DecodeKRaftVersionRecord(r.value)
+					if err != nil {
+						return fmt.Errorf("%w: %v", errBadSnapshot, err)
+					}
+					s.Control.KRaftVersion = v
+				case r.typ == ControlKRaftVoters && sawHeader:
+					vs, err := DecodeVotersRecord(r.value)
+					if err != nil {
+						return fmt.Errorf("%w: %v", errBadSnapshot, err)
+					}
+					s.Control.Voters = &vs
+				default:
+					return fmt.Errorf("%w: unexpected control record type %d", errBadSnapshot, r.typ)
 				}
-				s.LastContainedLogTimestamp, sawHeader = ts, true
-			case typ == ControlSnapshotFooter && !firstBatch:
-				sawFooter = true
-			case typ == ControlKRaftVersion || typ == ControlKRaftVoters:
-				// kraft.version 1 snapshots: not used with static voters
-			default:
-				return fmt.Errorf("%w: unexpected control record type %d", errBadSnapshot, typ)
 			}
 			firstBatch = false
 			return nil
+		}
+		vals, err := recordValues(h, raw)
+		if err != nil {
+			return err
 		}
 		if firstBatch {
 			return fmt.Errorf("%w: no SnapshotHeaderRecord", errBadSnapshot)
@@ -222,34 +265,6 @@ func DecodeSnapshot(id OffsetAndEpoch, b []byte) (*SnapshotReader, error) {
 		return nil, fmt.Errorf("%w: header or footer missing", errBadSnapshot)
 	}
 	return s, nil
-}
-
-// controlType reads the key type of a control batch's first record.
-func controlType(h batchHeader, raw []byte) (int16, error) {
-	bad := fmt.Errorf("%w: control record of batch at %d", errBadBatch, h.baseOffset)
-	r := raw[batchHeaderSize:]
-	if _, n := binary.Varint(r); n <= 0 {
-		return 0, bad
-	} else {
-		r = r[n:]
-	}
-	if len(r) < 1 {
-		return 0, bad
-	}
-	r = r[1:]
-	for j := 0; j < 2; j++ {
-		if _, n := binary.Varint(r); n <= 0 {
-			return 0, bad
-		} else {
-			r = r[n:]
-		}
-	}
-	kl, n := binary.Varint(r)
-	if n <= 0 || kl < 4 || int64(len(r)-n) < kl {
-		return 0, bad
-	}
-	k := r[n:]
-	return int16(binary.BigEndian.Uint16(k[2:4])), nil
 }
 
 // ---------------------------------------------------------------------------
@@ -402,6 +417,59 @@ func (s *snapshotFiles) timestamp(id OffsetAndEpoch) (int64, error) {
 	}
 	s.setTimestamp(id, ts)
 	return ts, nil
+}
+
+// control reads the control records of a snapshot's header batch.
+func (s *snapshotFiles) control(id OffsetAndEpoch) (SnapshotControl, error) {
+	b, err := s.readAt(id, 0, 4096)
+	if err != nil {
+		return SnapshotControl{}, err
+	}
+	if len(b) >= 12 {
+		if size := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12; size > int64(len(b)) && size <= maxBatchBytes {
+			if b, err = s.readAt(id, 0, int(size)); err != nil {
+				return SnapshotControl{}, err
+			}
+		}
+	}
+	return decodeSnapshotControl(b)
+}
+
+// decodeSnapshotControl decodes the control records of the first batch of
+// a snapshot (the header's).
+func decodeSnapshotControl(b []byte) (SnapshotControl, error) {
+	var ctl SnapshotControl
+	err := walkBatches(b, true, func(h batchHeader, raw []byte) error {
+		if !h.control() {
+			return fmt.Errorf("%w: no header batch", errBadSnapshot)
+		}
+		recs, err := controlRecords(h, raw)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			switch r.typ {
+			case ControlKRaftVersion:
+				if ctl.KRaftVersion, err = DecodeKRaftVersionRecord(r.value); err != nil {
+					return err
+				}
+			case ControlKRaftVoters:
+				vs, err := DecodeVotersRecord(r.value)
+				if err != nil {
+					return err
+				}
+				ctl.Voters = &vs
+			}
+		}
+		return errStopDecode
+	})
+	if err == errStopDecode || err == nil && len(b) == 0 {
+		return ctl, nil
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: no header batch", errBadSnapshot)
+	}
+	return ctl, err
 }
 
 func (s *snapshotFiles) createPart(id OffsetAndEpoch) (string, error) {

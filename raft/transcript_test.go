@@ -16,7 +16,17 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 // datadriven files. Each command is followed by "----" and its expected output,
 // then a blank line. Commands:
 //
-//	add-nodes voters=1,2,3 [observers=4] [seed=N] [chunk=BYTES]  (FetchSnapshot MaxBytes)
+//	add-nodes voters=1,2,3 [observers=4] [seed=N] [chunk=BYTES] [dynamic] [endpoints] [autojoin]
+//	                       chunk: FetchSnapshot MaxBytes; dynamic: kraft.version 1 with
+//	                       the voters in a bootstrap checkpoint (--initial-controllers);
+//	                       endpoints: static voters with endpoints (UpdateRaftVoter);
+//	                       autojoin: controller.quorum.auto.join.enable
+//	add-voter ID VOTER [noack]   AddRaftVoter of VOTER's current key sent to ID
+//	remove-voter ID VOTER[:dN]   RemoveRaftVoter of VOTER (its disk N, default the current)
+//	upgrade ID             kafka-features.sh upgrade --feature kraft.version=1 on ID
+//	voters ID...           the voter set and kraft.version each node sees
+//	replace-disk ID        lose ID's whole state; it returns with a new directory id
+//	move ID PORT           restart ID with another CONTROLLER port
 //	campaign ID            fire ID's election (or fetch) timer
 //	expire ID              fire every timer of ID (fetch, election, check-quorum)
 //	deliver [from=ID] [to=ID] [type=Fetch]  deliver matching messages until none is left
@@ -135,7 +145,18 @@ func runCommand(t *testing.T, hp **harness, line string) []string {
 	switch f[0] {
 	case "add-nodes":
 		seed, _ := strconv.Atoi(args["seed"])
-		h = newHarness(t, int64(seed), parseIDs(args["voters"]), parseIDs(args["observers"])...)
+		var o harnessOpts
+		for _, p := range pos {
+			switch p {
+			case "dynamic":
+				o.dynamic = true
+			case "endpoints":
+				o.endpoints = true
+			case "autojoin":
+				o.autoJoin = true
+			}
+		}
+		h = newHarnessOpts(t, int64(seed), o, parseIDs(args["voters"]), parseIDs(args["observers"])...)
 		if c, err := strconv.Atoi(args["chunk"]); err == nil {
 			h.snapChunk = int32(c)
 			for _, id := range h.ids() {
@@ -235,6 +256,41 @@ func runCommand(t *testing.T, hp **harness, line string) []string {
 				h.tick(id)
 			}
 		}
+	case "add-voter":
+		v := h.nodes[id(1)].voter()
+		h.admin(id(0), Message{Type: MsgAddVoter, Voter: &v, AckWhenCommitted: !(len(pos) > 2 && pos[2] == "noack"), TimeoutMs: 30000})
+		out = append(out, fmt.Sprintf("AddRaftVoter %s sent to %d", v.Key, id(0)))
+	case "remove-voter":
+		vid, disk, _ := strings.Cut(pos[1], ":d")
+		n, _ := strconv.Atoi(vid)
+		key := h.nodes[int32(n)].key()
+		if disk != "" {
+			d, _ := strconv.Atoi(disk)
+			key.DirectoryID = dirOf(int32(n), d)
+		}
+		h.admin(id(0), Message{Type: MsgRemoveVoter, Voter: &Voter{Key: key}})
+		out = append(out, fmt.Sprintf("RemoveRaftVoter %s sent to %d", key, id(0)))
+	case "upgrade":
+		n := h.nodes[id(0)]
+		h.trace = func(s string) { out = append(out, s) }
+		if err := n.core.UpgradeKRaftVersion(n.core.Epoch(), 1, false); err != nil {
+			out = append(out, "error: "+err.Error())
+		}
+		h.process(n)
+	case "voters":
+		for i := range pos {
+			n := h.nodes[id(i)]
+			out = append(out, fmt.Sprintf("%d: kraft=%d voters=%s", n.id, n.core.KRaftVersion(), votersString(n.core.Voters())))
+		}
+	case "replace-disk":
+		h.replaceDisk(id(0))
+		out = append(out, h.statusLine(id(0)))
+	case "move":
+		port, _ := strconv.Atoi(pos[1])
+		h.crash(id(0))
+		h.nodes[id(0)].port = uint16(port)
+		h.restart(id(0))
+		out = append(out, h.statusLine(id(0)))
 	case "isolate":
 		h.isolate(id(0))
 	case "heal":

@@ -14,17 +14,19 @@ import (
 )
 
 // ClientTransport sends KRaft requests over protocol.Client connections to
-// the voters' CONTROLLER endpoints, one connection per voter, redialled after
-// a failure. Requests on one connection are served in order by the peer, as
-// in Kafka.
+// the peers' CONTROLLER endpoints, one connection per address, redialled
+// after a failure. A request names its address (the core knows the voters'
+// endpoints from the voter set, the leader's from its messages); without
+// one it goes to the static voter of that id. Requests on one connection are
+// served in order by the peer, as in Kafka.
 type ClientTransport struct {
 	voters   map[int32]VoterEndpoint
 	clientID string
 	log      *zap.Logger
 	opts     protocol.ClientOptions // TLS and SASL of the controller listener
 
-	mu     lockrank.Mutex // a leaf
-	conns  map[int32]*transportConn
+	mu     lockrank.Mutex            // a leaf
+	conns  map[string]*transportConn // by address
 	closed bool
 }
 
@@ -38,7 +40,7 @@ func NewClientTransport(voters map[int32]VoterEndpoint, clientID string, log *za
 	if log == nil {
 		log = zap.NewNop()
 	}
-	t := &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[int32]*transportConn{}}
+	t := &ClientTransport{voters: voters, clientID: clientID, log: log, conns: map[string]*transportConn{}}
 	t.mu.SetRank(lockrank.RaftTransport)
 	return t
 }
@@ -54,33 +56,37 @@ func NewClientTransportOptions(voters map[int32]VoterEndpoint, clientID string, 
 }
 
 // Send implements Transport.
-func (t *ClientTransport) Send(ctx context.Context, nodeID int32, req kmsg.Request) (kmsg.Response, error) {
-	c, err := t.client(ctx, nodeID)
+func (t *ClientTransport) Send(ctx context.Context, to Peer, req kmsg.Request) (kmsg.Response, error) {
+	addr := to.Addr
+	if addr == "" {
+		ep, ok := t.voters[to.ID]
+		if !ok {
+			return nil, fmt.Errorf("raft: no endpoint for node %d", to.ID)
+		}
+		addr = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+	}
+	c, err := t.client(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := c.Request(ctx, req)
 	if err != nil && c.Err() != nil {
-		t.drop(nodeID, c)
+		t.drop(addr, c)
 	}
 	return resp, err
 }
 
-func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.Client, error) {
-	ep, ok := t.voters[nodeID]
-	if !ok {
-		return nil, fmt.Errorf("raft: no endpoint for node %d", nodeID)
-	}
+func (t *ClientTransport) client(ctx context.Context, addr string) (*protocol.Client, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return nil, ErrClosed
 	}
-	tc := t.conns[nodeID]
+	tc := t.conns[addr]
 	if tc == nil {
 		tc = &transportConn{}
 		tc.mu.SetRank(lockrank.RaftDial)
-		t.conns[nodeID] = tc
+		t.conns[addr] = tc
 	}
 	t.mu.Unlock()
 	tc.mu.Lock()
@@ -94,7 +100,7 @@ func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.C
 	}
 	opts := t.opts
 	opts.ClientID = t.clientID
-	c, err := protocol.DialOptions(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), opts)
+	c, err := protocol.DialOptions(ctx, addr, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +115,9 @@ func (t *ClientTransport) client(ctx context.Context, nodeID int32) (*protocol.C
 	return c, nil
 }
 
-func (t *ClientTransport) drop(nodeID int32, c *protocol.Client) {
+func (t *ClientTransport) drop(addr string, c *protocol.Client) {
 	t.mu.Lock()
-	tc := t.conns[nodeID]
+	tc := t.conns[addr]
 	t.mu.Unlock()
 	if tc == nil {
 		return
@@ -129,7 +135,7 @@ func (t *ClientTransport) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	conns := t.conns
-	t.conns = map[int32]*transportConn{}
+	t.conns = map[string]*transportConn{}
 	t.mu.Unlock()
 	for _, tc := range conns {
 		tc.mu.Lock()

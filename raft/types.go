@@ -53,6 +53,12 @@ type HardState struct {
 	LeaderEpoch int32
 	LeaderID    int32 // -1 when unknown
 	VotedID     int32 // -1 when no vote in LeaderEpoch
+	// VotedDirectoryID is the directory id of the replica voted for (zero:
+	// none or unknown); written from kraft.version 1 (quorum-state v1).
+	VotedDirectoryID [16]byte
+	// KRaftVersion is the kraft.version when the state was written: it picks
+	// the quorum-state data_version (FileQuorumStateStore: 0 or 1).
+	KRaftVersion int16
 }
 
 // EpochStart is one leader-epoch-checkpoint entry: the first offset of an epoch.
@@ -74,9 +80,12 @@ type Entry struct {
 	LastOffset   int64
 	Epoch        int32
 	AppendTimeMs int64
-	// Control marks a control batch; ControlType is the key type of its one record.
-	Control     bool
-	ControlType int16
+	// Control marks a control batch; ControlType is the key type of its
+	// records, ControlTypes (when set) the type of each record (a batch of
+	// LeaderChange, KRaftVersion and Voters records).
+	Control      bool
+	ControlType  int16
+	ControlTypes []int16
 	// Records are the record values (for a control batch, the encoded control value).
 	Records [][]byte
 	// Raw is the encoded batch when it came off the wire or the log (opaque to the core).
@@ -97,6 +106,14 @@ const (
 	MsgFetchResp
 	MsgFetchSnapshot
 	MsgFetchSnapshotResp
+	MsgAddVoter
+	MsgAddVoterResp
+	MsgRemoveVoter
+	MsgRemoveVoterResp
+	MsgUpdateVoter
+	MsgUpdateVoterResp
+	MsgApiVersions
+	MsgApiVersionsResp
 )
 
 var msgTypeNames = map[MsgType]string{
@@ -105,6 +122,10 @@ var msgTypeNames = map[MsgType]string{
 	MsgEndQuorumEpoch: "EndQuorumEpoch", MsgEndQuorumEpochResp: "EndQuorumEpochResp",
 	MsgFetch: "Fetch", MsgFetchResp: "FetchResp",
 	MsgFetchSnapshot: "FetchSnapshot", MsgFetchSnapshotResp: "FetchSnapshotResp",
+	MsgAddVoter: "AddVoter", MsgAddVoterResp: "AddVoterResp",
+	MsgRemoveVoter: "RemoveVoter", MsgRemoveVoterResp: "RemoveVoterResp",
+	MsgUpdateVoter: "UpdateVoter", MsgUpdateVoterResp: "UpdateVoterResp",
+	MsgApiVersions: "ApiVersions", MsgApiVersionsResp: "ApiVersionsResp",
 }
 
 func (t MsgType) String() string {
@@ -117,7 +138,8 @@ func (t MsgType) String() string {
 // IsResponse reports whether t is a response type.
 func (t MsgType) IsResponse() bool {
 	switch t {
-	case MsgVoteResp, MsgBeginQuorumEpochResp, MsgEndQuorumEpochResp, MsgFetchResp, MsgFetchSnapshotResp:
+	case MsgVoteResp, MsgBeginQuorumEpochResp, MsgEndQuorumEpochResp, MsgFetchResp, MsgFetchSnapshotResp,
+		MsgAddVoterResp, MsgRemoveVoterResp, MsgUpdateVoterResp, MsgApiVersionsResp:
 		return true
 	}
 	return false
@@ -126,10 +148,16 @@ func (t MsgType) IsResponse() bool {
 // Message is one KRaft request or response as the core sees it. It is a flat
 // struct (like etcd's raftpb.Message): which fields matter depends on Type.
 //
-//	Vote:             Epoch (candidate epoch), PreVote, LastEpoch/LastOffset (candidate log end)
+// Every request names its sender's directory id (FromDir) and, when the
+// core knows it, the receiver's address on the default controller listener
+// (ToAddr; "" lets the environment route by id). Responses carry the
+// advertised leader's endpoints (LeaderEndpoints, Kafka's NodeEndpoints).
+//
+//	Vote:             Epoch (candidate epoch), PreVote, LastEpoch/LastOffset (candidate log end),
+//	                  VoterKey (the receiver the candidate means, nil: any)
 //	VoteResp:         Epoch/LeaderID (responder's view), Granted, PreVote, Error
-//	BeginQuorumEpoch: Epoch, LeaderID
-//	EndQuorumEpoch:   Epoch, LeaderID, PreferredSuccessors
+//	BeginQuorumEpoch: Epoch, LeaderID, VoterKey, LeaderEndpoints (the leader's listeners)
+//	EndQuorumEpoch:   Epoch, LeaderID, PreferredCandidates, LeaderEndpoints
 //	Fetch:            Epoch (current leader epoch), LastOffset (fetch offset),
 //	                  LastEpoch (last fetched epoch), MaxWaitMs
 //	FetchResp:        Epoch/LeaderID, Error, HighWatermark, Diverging, SnapshotID, Entries;
@@ -139,6 +167,12 @@ func (t MsgType) IsResponse() bool {
 //	FetchSnapshotResp: Epoch/LeaderID, Error, SnapshotID, Size, Position, Data; a
 //	                  leader's outgoing one has ReadFrom/ReadTo (bytes of the snapshot
 //	                  file) set and the environment fills Data.
+//	AddVoter:         Voter (key with directory id, endpoints), AckWhenCommitted, TimeoutMs
+//	RemoveVoter:      Voter.Key
+//	UpdateVoter:      Epoch (current leader epoch), Voter (key, endpoints, kraft.version range)
+//	*VoterResp:       Error, ErrorMessage; UpdateVoterResp also Epoch/LeaderID/LeaderEndpoints
+//	ApiVersions:      the leader asks a voter being added (ToAddr) for its kraft.version range
+//	ApiVersionsResp:  Error, KRaftRange (nil: the feature is not advertised)
 type Message struct {
 	Type MsgType
 	From int32
@@ -156,7 +190,20 @@ type Message struct {
 	LastEpoch  int32
 	LastOffset int64
 
-	PreferredSuccessors []int32
+	PreferredCandidates []ReplicaKey
+
+	// Replica keys and addresses (KIP-853).
+	FromDir         [16]byte
+	VoterKey        *ReplicaKey // Vote/BeginQuorumEpoch: the voter the request is meant for
+	ToAddr          string      // requests: host:port of the receiver ("" route by id)
+	LeaderEndpoints []Endpoint
+
+	// Voter changes.
+	Voter            *Voter
+	AckWhenCommitted bool
+	TimeoutMs        int64
+	ErrorMessage     *string
+	KRaftRange       *[2]int16 // ApiVersionsResp: kraft.version supported range
 
 	MaxWaitMs     int64
 	HighWatermark int64
@@ -204,9 +251,22 @@ func (m Message) String() string {
 		if m.SnapshotID != nil {
 			s += fmt.Sprintf(" snapshot=%d@%d size=%d position=%d bytes=%d", m.SnapshotID.Offset, m.SnapshotID.Epoch, m.Size, m.Position, len(m.Data))
 		}
+	case MsgAddVoter, MsgRemoveVoter, MsgUpdateVoter:
+		if m.Voter != nil {
+			s += fmt.Sprintf(" voter=%d", m.Voter.Key.ID)
+		}
+	case MsgUpdateVoterResp:
+		s += fmt.Sprintf(" leader=%d", m.LeaderID)
+	case MsgApiVersionsResp:
+		if m.KRaftRange != nil {
+			s += fmt.Sprintf(" kraft=%d-%d", m.KRaftRange[0], m.KRaftRange[1])
+		}
 	}
 	if m.Error != 0 {
 		s += fmt.Sprintf(" err=%d", m.Error)
+	}
+	if m.ErrorMessage != nil && m.Error != 0 {
+		s += fmt.Sprintf(" msg=%q", *m.ErrorMessage)
 	}
 	return s
 }
@@ -256,9 +316,11 @@ type SnapshotInfo struct {
 // ReplicaStatus is the leader's view of one replica (DescribeQuorum).
 type ReplicaStatus struct {
 	ReplicaID             int32
-	LogEndOffset          int64 // -1 unknown
-	LastFetchTimestamp    int64 // -1 unknown
-	LastCaughtUpTimestamp int64 // -1 unknown
+	DirectoryID           [16]byte
+	Endpoints             []Endpoint // voters: their listeners
+	LogEndOffset          int64      // -1 unknown
+	LastFetchTimestamp    int64      // -1 unknown
+	LastCaughtUpTimestamp int64      // -1 unknown
 }
 
 // Status is a snapshot of the core's state.
@@ -275,4 +337,11 @@ type Status struct {
 	EpochStartOffset int64 // leader only: offset of its LeaderChange record
 	Voters           []ReplicaStatus
 	Observers        []ReplicaStatus
+	// VoterSet is the latest voter set (of the log, else the static one),
+	// KRaftVersion the latest kraft.version.
+	VoterSet     VoterSet
+	KRaftVersion int16
+	// LeaderEndpoints are the advertised leader's endpoints (the local
+	// listeners when leading, what the leader sent when following).
+	LeaderEndpoints []Endpoint
 }

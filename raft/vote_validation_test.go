@@ -14,8 +14,10 @@ import (
 // TestVoteValidation: the error codes of KafkaRaftClient.handleVoteRequest,
 // in its order: argument ranges (INVALID_REQUEST), a stale epoch
 // (FENCED_LEADER_EPOCH), a negative candidate id (INVALID_REQUEST), then a
-// candidate outside the static voter set (INCONSISTENT_VOTER_SET); all
-// partition-level, none granted, none moving this node's epoch.
+// request naming another receiver (INVALID_VOTER_KEY: VoterId, or this id
+// with another directory id); all partition-level, none granted, none
+// moving this node's epoch. (Kafka 4.4 checks no membership: a replica
+// outside the voter set may ask, as a voter just added does.)
 func TestVoteValidation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -41,6 +43,11 @@ func TestVoteValidation(t *testing.T) {
 			r.Topics = append(r.Topics, tp)
 			return r
 		}
+		toVoter := func(r *kmsg.VoteRequest, id int32, dir [16]byte) *kmsg.VoteRequest {
+			r.VoterID = id
+			r.Topics[0].Partitions[0].VoterDirectoryID = dir
+			return r
+		}
 		for _, c := range []struct {
 			name string
 			req  *kmsg.VoteRequest
@@ -53,8 +60,9 @@ func TestVoteValidation(t *testing.T) {
 			// At epoch 1 only a pre-vote can be stale yet well-formed.
 			{"stale pre-vote", vote(epoch-1, 2, 0, 0, true), kerr.FencedLeaderEpoch.Code},
 			{"negative candidate", vote(epoch+1, -3, 0, 0, false), kerr.InvalidRequest.Code},
-			{"not a voter", vote(epoch+5, 7, epoch, 100, false), kerr.InconsistentVoterSet.Code},
-			{"pre-vote: not a voter", vote(epoch+5, 7, epoch, 100, true), kerr.InconsistentVoterSet.Code},
+			{"another voter id", toVoter(vote(epoch, 2, 0, 100, false), 5, [16]byte{}), kerr.InvalidVoterKey.Code},
+			{"pre-vote: another voter id", toVoter(vote(epoch, 2, 0, 100, true), 5, [16]byte{}), kerr.InvalidVoterKey.Code},
+			{"another directory id", toVoter(vote(epoch, 2, 0, 100, false), 1, [16]byte{1}), kerr.InvalidVoterKey.Code},
 		} {
 			resp, err := n.HandleRequest(ctx, c.req)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/controller"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/raft"
 )
 
 // formatOptions are kafka-storage.sh format's options.
@@ -31,10 +32,14 @@ type formatOptions struct {
 
 // bootstrap is what a format finalizes: the metadata.version and the
 // feature levels (controller.BootstrapFeatures), written into the zero
-// checkpoint of a controller's metadata log dir.
+// checkpoint of a controller's metadata log dir, with the kraft.version and,
+// for --standalone or --initial-controllers, the initial voters (KIP-853) in
+// its header batch.
 type bootstrap struct {
-	MV       int16
-	Features []controller.Feature
+	MV           int16
+	Features     []controller.Feature
+	KRaftVersion int16
+	Voters       *raft.VoterSet
 	// Scram are the --add-scram users' credentials, after the features.
 	Scram []*metadatacache.UserScramCredentialRecord
 }
@@ -48,7 +53,7 @@ func (b bootstrap) records() []metadatacache.Record {
 	return recs
 }
 
-// defaultBootstrap is what the first-start format uses.
+// defaultBootstrap is what the first-start format uses (a static quorum).
 func defaultBootstrap() bootstrap {
 	return bootstrap{MV: controller.DefaultMetadataVersion, Features: controller.DefaultBootstrapFeatures()}
 }
@@ -66,12 +71,17 @@ func resolveBootstrap(cfg *config.Config, o formatOptions) (bootstrap, error) {
 			given[k] = v
 		}
 	}
-	dynamic := len(cfg.Voters) == 0 && (o.Standalone || o.NoInitialControls || o.InitialControllers != "")
+	// Formatter.hasDynamicQuorum: controller.quorum.voters is empty.
+	dynamic := len(cfg.Voters) == 0
 	fs, err := controller.BootstrapFeatures(mv, given, dynamic)
 	if err != nil {
 		return bootstrap{}, &formatError{err.Error()}
 	}
-	b := bootstrap{MV: mv, Features: fs}
+	kv, err := controller.EffectiveKRaftVersion(given, dynamic)
+	if err != nil {
+		return bootstrap{}, &formatError{err.Error()}
+	}
+	b := bootstrap{MV: mv, Features: fs, KRaftVersion: kv}
 	for _, a := range o.Scram {
 		r, err := parseAddScram(a)
 		if err != nil {
@@ -83,6 +93,126 @@ func resolveBootstrap(cfg *config.Config, o formatOptions) (bootstrap, error) {
 		b.Scram = append(b.Scram, r)
 	}
 	return b, nil
+}
+
+// dynamicVoter is one --initial-controllers entry (DynamicVoter):
+// id@host:port:directoryId.
+type dynamicVoter struct {
+	ID   int32
+	Host string
+	Port uint16
+	Dir  [16]byte
+}
+
+// parseDynamicVoters is DynamicVoters.parse, with its messages.
+func parseDynamicVoters(s string) ([]dynamicVoter, error) {
+	var out []dynamicVoter
+	seen := map[int32]bool{}
+	for _, item := range strings.Split(strings.TrimSpace(s), ",") {
+		if item == "" {
+			continue
+		}
+		v, err := parseDynamicVoter(item)
+		if err != nil {
+			return nil, err
+		}
+		if seen[v.ID] {
+			return nil, fmt.Errorf("Node id %d was specified more than once.", v.ID)
+		}
+		seen[v.ID] = true
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("No voters given.")
+	}
+	return out, nil
+}
+
+// parseDynamicVoter is DynamicVoter.parse.
+func parseDynamicVoter(in string) (dynamicVoter, error) {
+	var v dynamicVoter
+	in = strings.TrimSpace(in)
+	at := strings.Index(in, "@")
+	switch {
+	case at < 0:
+		return v, errors.New("No @ found in dynamic voter string.")
+	case at == 0:
+		return v, errors.New("Invalid @ at beginning of dynamic voter string.")
+	}
+	id, err := strconv.ParseInt(in[:at], 10, 32)
+	if err != nil {
+		return v, errors.New("Failed to parse node id in dynamic voter string.")
+	}
+	if id < 0 {
+		return v, fmt.Errorf("Invalid negative node id %d in dynamic voter string.", id)
+	}
+	v.ID = int32(id)
+	in = in[at+1:]
+	if in == "" {
+		return v, errors.New("No hostname found after node id.")
+	}
+	if strings.HasPrefix(in, "[") {
+		end := strings.Index(in, "]")
+		if end < 0 {
+			return v, errors.New("Hostname began with left bracket, but no right bracket was found.")
+		}
+		v.Host, in = in[1:end], in[end+1:]
+	} else {
+		c := strings.Index(in, ":")
+		if c < 0 {
+			return v, errors.New("No colon following hostname could be found.")
+		}
+		v.Host, in = in[:c], in[c:]
+	}
+	if !strings.HasPrefix(in, ":") {
+		return v, errors.New("Port section must start with a colon.")
+	}
+	in = in[1:]
+	c := strings.Index(in, ":")
+	if c < 0 {
+		return v, errors.New("No colon following port could be found.")
+	}
+	port, err := strconv.ParseInt(in[:c], 10, 32)
+	if err != nil {
+		return v, errors.New("Failed to parse port in dynamic voter string.")
+	}
+	if port < 0 || port > 65535 {
+		return v, fmt.Errorf("Invalid port %d in dynamic voter string.", port)
+	}
+	v.Port = uint16(port)
+	if v.Dir, err = raft.ParseDirectoryID(in[c+1:]); err != nil {
+		return v, errors.New("Failed to parse directory ID in dynamic voter string.")
+	}
+	return v, nil
+}
+
+// voterSet is DynamicVoters.toVoterSet: each voter on the first controller
+// listener, supporting kraft.version 0-1.
+func voterSet(voters []dynamicVoter, listener string) (raft.VoterSet, error) {
+	var vs []raft.Voter
+	for _, d := range voters {
+		vs = append(vs, raft.Voter{Key: raft.ReplicaKey{ID: d.ID, DirectoryID: d.Dir},
+			Endpoints: []raft.Endpoint{{Name: listener, Host: d.Host, Port: d.Port}}, KRaftMin: 0, KRaftMax: 1})
+	}
+	return raft.NewVoterSet(vs...)
+}
+
+// standaloneVoters is StorageTool.createStandaloneDynamicVoters: this
+// controller alone, on its first advertised controller listener (host
+// "localhost" when it has none), with a new directory id.
+func standaloneVoters(cfg *config.Config) ([]dynamicVoter, error) {
+	if !cfg.ProcessRoles.IsController() {
+		return nil, &formatError{"You can only use --standalone on a controller."}
+	}
+	if len(cfg.AdvertisedControllerListeners) == 0 {
+		return nil, &formatError{"No controller listeners found."}
+	}
+	l := cfg.AdvertisedControllerListeners[0]
+	host := l.Host
+	if host == "" {
+		host = "localhost"
+	}
+	return []dynamicVoter{{ID: cfg.NodeID, Host: host, Port: uint16(l.Port), Dir: config.NewDirectoryID()}}, nil
 }
 
 // mvScram is metadata.version 3.5-IV2.
@@ -161,22 +291,36 @@ func verifyDirs(states []dirState, nodeID int32, clusterID string) error {
 	return nil
 }
 
-// dirDescription is Formatter.DirectoryType.description.
-func dirDescription(dir string, cfg *config.Config, standalone bool) string {
-	if dir != cfg.MetadataLogDir {
+// dirDescription is Formatter.DirectoryType.description (calculate): the
+// metadata log dir of a node among the initial controllers is a "dynamic
+// metadata voter directory", of another one with initial controllers a
+// "dynamic metadata directory".
+func dirDescription(dir string, cfg *config.Config, initial []dynamicVoter) string {
+	switch {
+	case dir != cfg.MetadataLogDir:
 		return "data directory"
-	}
-	if standalone {
+	case initial == nil:
+		return "metadata directory"
+	case initialVoter(initial, cfg.NodeID) != nil:
 		return "dynamic metadata voter directory"
 	}
-	return "metadata directory"
+	return "dynamic metadata directory"
+}
+
+func initialVoter(initial []dynamicVoter, id int32) *dynamicVoter {
+	for i := range initial {
+		if initial[i].ID == id {
+			return &initial[i]
+		}
+	}
+	return nil
 }
 
 // formatEmpty writes meta.properties v1 into every empty directory, printing
 // Kafka's line for each before writing it, and, on a node with the
 // controller role, the bootstrap metadata into the zero checkpoint of the
 // metadata log dir when that is one of them (Formatter.doFormat).
-func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID string, b bootstrap, standalone bool) error {
+func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID string, b bootstrap, initial []dynamicVoter) error {
 	fmt.Fprintf(w, "Bootstrap metadata: %s\n", b)
 	mv := metadatacache.MetadataVersionName(b.MV)
 	used := map[config.UUID]bool{}
@@ -192,8 +336,12 @@ func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID s
 		for used[id] {
 			id = config.NewDirectoryID()
 		}
+		if v := initialVoter(initial, cfg.NodeID); v != nil && s.Dir == cfg.MetadataLogDir {
+			// the directory id the initial voter set names (DYNAMIC_METADATA_VOTER_DIRECTORY)
+			id = config.UUID(v.Dir)
+		}
 		used[id] = true
-		fmt.Fprintf(w, "Formatting %s %s with metadata.version %s.\n", dirDescription(s.Dir, cfg, standalone), s.Dir, mv)
+		fmt.Fprintf(w, "Formatting %s %s with metadata.version %s.\n", dirDescription(s.Dir, cfg, initial), s.Dir, mv)
 		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 			return fmt.Errorf("Error while writing meta.properties file %s: %v", s.Dir, err)
 		}
@@ -202,7 +350,11 @@ func formatEmpty(w io.Writer, cfg *config.Config, states []dirState, clusterID s
 			return fmt.Errorf("Error while writing meta.properties file %s: %v", s.Dir, err)
 		}
 		if s.Dir == cfg.MetadataLogDir && cfg.ProcessRoles.IsController() {
-			if err := controller.WriteBootstrapCheckpoint(s.Dir, b.records(), time.Now().UnixMilli()); err != nil {
+			ctl := raft.SnapshotControl{KRaftVersion: b.KRaftVersion}
+			if b.KRaftVersion > 0 {
+				ctl.Voters = b.Voters
+			}
+			if err := controller.WriteBootstrapCheckpointControl(s.Dir, b.records(), time.Now().UnixMilli(), ctl); err != nil {
 				return fmt.Errorf("Error while writing the bootstrap snapshot in %s: %v", s.Dir, err)
 			}
 		}
@@ -216,18 +368,39 @@ func runFormat(w io.Writer, cfg *config.Config, o formatOptions) error {
 	if o.ClusterID == "" {
 		return &formatError{"You must specify the cluster id."}
 	}
+	// StorageTool.runFormatCommand's order: the quorum flags, then the
+	// Formatter (release version and features, then the directories).
+	if (o.Standalone || o.InitialControllers != "") && len(cfg.Voters) > 0 {
+		return &formatError{"You cannot specify controller.quorum.voters and format the node with --initial-controllers or --standalone. If you want to use dynamic quorum, please remove controller.quorum.voters and specify controller.quorum.bootstrap.servers instead."}
+	}
+	var initial []dynamicVoter
+	if o.InitialControllers != "" {
+		vs, err := parseDynamicVoters(o.InitialControllers)
+		if err != nil {
+			return &formatError{err.Error()}
+		}
+		initial = vs
+	}
+	if o.Standalone {
+		vs, err := standaloneVoters(cfg)
+		if err != nil {
+			return err
+		}
+		initial = vs
+	}
+	if !o.NoInitialControls && cfg.ProcessRoles.IsController() && len(cfg.Voters) == 0 && initial == nil {
+		return &formatError{"Because controller.quorum.voters is not set on this controller, you must specify one of the following: --standalone, --initial-controllers, or --no-initial-controllers."}
+	}
 	b, err := resolveBootstrap(cfg, o)
 	if err != nil {
 		return err
 	}
-	if o.InitialControllers != "" {
-		return &formatError{"--initial-controllers is not supported by kgo-broker yet: use controller.quorum.voters (static quorum)"}
-	}
-	if (o.Standalone || o.InitialControllers != "") && len(cfg.Voters) > 0 {
-		return &formatError{"You cannot specify controller.quorum.voters and format the node with --initial-controllers or --standalone. If you want to use dynamic quorum, please remove controller.quorum.voters and specify controller.quorum.bootstrap.servers instead."}
-	}
-	if !o.NoInitialControls && cfg.ProcessRoles.IsController() && len(cfg.Voters) == 0 && !o.Standalone {
-		return &formatError{"Because controller.quorum.voters is not set on this controller, you must specify one of the following: --standalone, --initial-controllers, or --no-initial-controllers."}
+	if initial != nil {
+		vs, err := voterSet(initial, firstListener(cfg))
+		if err != nil {
+			return &formatError{err.Error()}
+		}
+		b.Voters = &vs
 	}
 	dirs := cfg.AllDirs()
 	sort.Strings(dirs)
@@ -262,7 +435,15 @@ func runFormat(w io.Writer, cfg *config.Config, o formatOptions) error {
 		fmt.Fprintln(w, "All of the log directories are already formatted.")
 		return nil
 	}
-	return formatEmpty(w, cfg, states, o.ClusterID, b, o.Standalone)
+	return formatEmpty(w, cfg, states, o.ClusterID, b, initial)
+}
+
+// firstListener is controller.listener.names[0].
+func firstListener(cfg *config.Config) string {
+	if len(cfg.ControllerListenerNames) > 0 {
+		return cfg.ControllerListenerNames[0]
+	}
+	return "CONTROLLER"
 }
 
 // dockerDefaultClusterID is the CLUSTER_ID Apache Kafka's docker image uses when
@@ -365,7 +546,13 @@ func prepareStorage(w io.Writer, cfg *config.Config, envClusterID string) (p pre
 			" so that every node of this multi-node cluster agrees; set CLUSTER_ID (the same on every node) to choose one"
 	}
 	if len(p.Formatted) > 0 {
-		if err := formatEmpty(w, cfg, states, clusterID, defaultBootstrap(), false); err != nil {
+		b := defaultBootstrap()
+		if len(cfg.Voters) == 0 {
+			// controller.quorum.bootstrap.servers: a dynamic quorum this node
+			// joins (as --no-initial-controllers formats it)
+			b.KRaftVersion = 1
+		}
+		if err := formatEmpty(w, cfg, states, clusterID, b, nil); err != nil {
 			return preparedStorage{}, err
 		}
 	} else {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/controller"
+	"github.com/kgo-broker/kgo-broker/raft"
 )
 
 func feat(name string, level int16) controller.Feature {
@@ -131,4 +133,138 @@ func TestFirstStartWritesBootstrap(t *testing.T) {
 	if got := bootstrapIn(t, filepath.Join(dir, "meta")); !reflect.DeepEqual(got, controller.DefaultBootstrapFeatures()) {
 		t.Fatalf("%v", got)
 	}
+}
+
+const dynamicQuorum = "controller.quorum.voters=\ncontroller.quorum.bootstrap.servers=localhost:9093\n"
+
+// zeroCheckpointControl reads the kraft.version and voters of the zero
+// checkpoint in a metadata log dir.
+func zeroCheckpointControl(t *testing.T, meta string) raft.SnapshotControl {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(meta, "__cluster_metadata-0", controller.BootstrapSnapshotFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := raft.DecodeSnapshot(raft.OffsetAndEpoch{}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Control
+}
+
+func metaDirID(t *testing.T, dir string) [16]byte {
+	t.Helper()
+	m, err := config.ReadMetaProperties(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.DirectoryID
+}
+
+// KIP-853 formats (Formatter with initial controllers): --standalone makes
+// this controller the only voter, --initial-controllers names the voters
+// with their directory ids (this node's metadata log dir gets its one),
+// --no-initial-controllers writes kraft.version 1 without voters. The zero
+// checkpoint holds KRaftVersionRecord and VotersRecord in its header batch.
+func TestFormatDynamicQuorum(t *testing.T) {
+	const cid = "5L6g3nShT-eMCtK--X86sw"
+	t.Run("standalone", func(t *testing.T) {
+		dir := t.TempDir()
+		props := serverProps(t, dir, dynamicQuorum+"advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://ctl1:9093\n")
+		code, out, errOut := runCmd("format", "-t", cid, "-c", props, "--standalone")
+		if code != 0 {
+			t.Fatal(errOut)
+		}
+		meta := filepath.Join(dir, "meta")
+		if !strings.Contains(out, "Formatting dynamic metadata voter directory "+meta+" with metadata.version 4.4-IV2.") ||
+			!strings.Contains(out, "Formatting data directory "+filepath.Join(dir, "d1")) {
+			t.Fatalf("output\n%s", out)
+		}
+		ctl := zeroCheckpointControl(t, meta)
+		if ctl.KRaftVersion != 1 || ctl.Voters == nil || ctl.Voters.Len() != 1 {
+			t.Fatalf("control %+v", ctl)
+		}
+		v := ctl.Voters.Voters()[0]
+		if v.Key.ID != 1 || v.Key.DirectoryID != metaDirID(t, meta) || len(v.Endpoints) != 1 ||
+			v.Endpoints[0] != (raft.Endpoint{Name: "CONTROLLER", Host: "ctl1", Port: 9093}) || v.KRaftMin != 0 || v.KRaftMax != 1 {
+			t.Fatalf("voter %+v", v)
+		}
+		if got := bootstrapIn(t, meta); !reflect.DeepEqual(got, controller.DefaultBootstrapFeatures()) {
+			t.Fatalf("features %v", got)
+		}
+	})
+	t.Run("initial-controllers", func(t *testing.T) {
+		dir := t.TempDir()
+		props := serverProps(t, dir, dynamicQuorum)
+		d1, d2 := "JEXY6aqzQY-32P5TStzaFg", "MvDxzVmcRsaTz33bUuRU6A"
+		code, out, errOut := runCmd("format", "-t", cid, "-c", props, "--initial-controllers", "1@h1:9093:"+d1+",2@[::1]:9094:"+d2)
+		if code != 0 {
+			t.Fatal(errOut)
+		}
+		meta := filepath.Join(dir, "meta")
+		if !strings.Contains(out, "Formatting dynamic metadata voter directory "+meta) {
+			t.Fatalf("output\n%s", out)
+		}
+		want, _ := raft.ParseDirectoryID(d1)
+		if got := metaDirID(t, meta); got != want {
+			t.Fatalf("directory.id %x, want %s", got, d1)
+		}
+		ctl := zeroCheckpointControl(t, meta)
+		if ctl.KRaftVersion != 1 || ctl.Voters == nil || ctl.Voters.Len() != 2 {
+			t.Fatalf("control %+v", ctl)
+		}
+		if v, _ := ctl.Voters.Get(2); v.Endpoints[0] != (raft.Endpoint{Name: "CONTROLLER", Host: "::1", Port: 9094}) {
+			t.Fatalf("voter 2 %+v", v)
+		}
+	})
+	t.Run("no-initial-controllers", func(t *testing.T) {
+		dir := t.TempDir()
+		props := serverProps(t, dir, dynamicQuorum)
+		code, out, errOut := runCmd("format", "-t", cid, "-c", props, "--no-initial-controllers")
+		if code != 0 {
+			t.Fatal(errOut)
+		}
+		meta := filepath.Join(dir, "meta")
+		if !strings.Contains(out, "Formatting metadata directory "+meta) {
+			t.Fatalf("output\n%s", out)
+		}
+		if ctl := zeroCheckpointControl(t, meta); ctl.KRaftVersion != 1 || ctl.Voters != nil {
+			t.Fatalf("control %+v", ctl)
+		}
+	})
+	t.Run("errors", func(t *testing.T) {
+		static := serverProps(t, t.TempDir(), "")
+		dyn := serverProps(t, t.TempDir(), dynamicQuorum)
+		broker := serverProps(t, t.TempDir(), dynamicQuorum+"process.roles=broker\nnode.id=2\nlisteners=PLAINTEXT://:9092\n")
+		for _, c := range []struct {
+			props string
+			args  []string
+			want  string
+		}{
+			{static, []string{"--standalone"}, "You cannot specify controller.quorum.voters and format the node with --initial-controllers or --standalone. If you want to use dynamic quorum, please remove controller.quorum.voters and specify controller.quorum.bootstrap.servers instead."},
+			{static, []string{"--initial-controllers", "1@h:1:JEXY6aqzQY-32P5TStzaFg"}, "You cannot specify controller.quorum.voters"},
+			{dyn, nil, "Because controller.quorum.voters is not set on this controller, you must specify one of the following: --standalone, --initial-controllers, or --no-initial-controllers."},
+			{broker, []string{"--standalone"}, "You can only use --standalone on a controller."},
+			{dyn, []string{"--standalone", "--no-initial-controllers"}, "mutually exclusive"},
+			{dyn, []string{"--standalone", "--feature", "kraft.version=0"}, "Cannot set kraft.version to 0 if controller.quorum.voters is empty"},
+			{dyn, []string{"--initial-controllers", "h:1:x"}, "No @ found in dynamic voter string."},
+			{dyn, []string{"--initial-controllers", "@h:1:x"}, "Invalid @ at beginning of dynamic voter string."},
+			{dyn, []string{"--initial-controllers", "a@h:1:x"}, "Failed to parse node id in dynamic voter string."},
+			{dyn, []string{"--initial-controllers", "-1@h:1:x"}, "Invalid negative node id -1 in dynamic voter string."},
+			{dyn, []string{"--initial-controllers", "1@"}, "No hostname found after node id."},
+			{dyn, []string{"--initial-controllers", "1@[::1:9093:x"}, "Hostname began with left bracket, but no right bracket was found."},
+			{dyn, []string{"--initial-controllers", "1@h"}, "No colon following hostname could be found."},
+			{dyn, []string{"--initial-controllers", "1@h:9093"}, "No colon following port could be found."},
+			{dyn, []string{"--initial-controllers", "1@h:p:x"}, "Failed to parse port in dynamic voter string."},
+			{dyn, []string{"--initial-controllers", "1@h:70000:x"}, "Invalid port 70000 in dynamic voter string."},
+			{dyn, []string{"--initial-controllers", "1@h:1:notauuid"}, "Failed to parse directory ID in dynamic voter string."},
+			{dyn, []string{"--initial-controllers", "1@h:1:JEXY6aqzQY-32P5TStzaFg,1@h:2:MvDxzVmcRsaTz33bUuRU6A"}, "Node id 1 was specified more than once."},
+			{dyn, []string{"--initial-controllers", ","}, "No voters given."},
+		} {
+			code, _, errOut := runCmd(append([]string{"format", "-t", cid, "-c", c.props}, c.args...)...)
+			if code == 0 || !strings.Contains(errOut, c.want) {
+				t.Errorf("%v: %d %q, want %q", c.args, code, errOut, c.want)
+			}
+		}
+	})
 }
