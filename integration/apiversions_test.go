@@ -75,10 +75,6 @@ type apiVersionDiff struct {
 var apiVersionDiffs = []apiVersionDiff{
 	{"CONTROLLER", 1, "4-18", "4-17", "raft Fetch v18 (KIP-1166, the leader's high watermark in the request) is not served by kgo-broker's raft (raft/rpc.go)"},
 	{"CONTROLLER", 73, "0-0", "", "AssignReplicasToDirs (KIP-858): brokers do not report replica log dir assignments to the controller"},
-	{"CONTROLLER", 80, "0-1", "", "AddRaftVoter: static voters only (kraft.version 0); the KIP-853 dynamic voters work (raft/)"},
-	{"CONTROLLER", 81, "0-0", "", "RemoveRaftVoter: as AddRaftVoter"},
-	{"CONTROLLER", 82, "0-0", "", "UpdateRaftVoter: as AddRaftVoter"},
-	{"CONTROLLER", 94, "0-0", "", "UnregisterController (KIP-1312): the controller does not remove registrations yet (no UnregisterControllerRecord is written); the client listener answers it from the image"},
 }
 
 // featureDiff is a supported feature range that differs.
@@ -88,7 +84,6 @@ type featureDiff struct {
 
 var featureDiffs = []featureDiff{
 	{"eligible.leader.replicas.version", "0-1", "0-0", "eligible leader replicas (KIP-966) are not implemented"},
-	{"kraft.version", "0-1", "0-0", "dynamic quorums (KIP-853) are not implemented yet"},
 	{"share.version", "0-2", "0-0", "share groups (KIP-932) are not implemented"},
 	{"streams.version", "0-1", "0-0", "streams groups (KIP-1071) are not implemented"},
 }
