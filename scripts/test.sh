@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything `make test` (and CI) runs, in order, stopping at the first failing stage:
 #   1. go vet (also with -tags integration)
-#   2. unit tests with the race detector (need no external tools)
+#   2. unit tests with the race detector (need no external tools), then the replication
+#      simulation's full 2,000 seeds without it
 #   3. short fuzz runs of every Fuzz target (scripts/fuzz.sh)
 #   4. make build (the binary users get), then make build-invariants: the same with
 #      -tags invariants, in bin/invariants/kgo-broker, where a broken invariant or lock
@@ -33,6 +34,12 @@ section "go vet"
 
 section "unit tests (go test -race)"
 "$GO" test -race -count=1 ./...
+
+# The replication simulation runs 100 seeds under -race; without the race
+# detector it runs its full 2,000 seeds (seeded crashes, restarts, message
+# loss and leader changes, invariants checked on every step) in ~40 s.
+section "replication simulation (2,000 seeds, no -race)"
+"$GO" test -count=1 -run 'TestSimulation' ./replication/
 
 if [ -n "${KGO_SKIP_FUZZ:-}" ]; then
 	section "fuzz: skipped (KGO_SKIP_FUZZ)"
