@@ -290,10 +290,16 @@ func (n *ClusterNode) Start() {
 	n.Broker.opts.Bin = ""
 	if n.Kind == kindKafka {
 		n.Broker.opts.Bin = kafkaReference()
-		n.Broker.opts.Env = append(n.Broker.opts.Env, "KAFKA_HEAP_OPTS="+n.kafkaHeap)
+		n.Broker.opts.Env = append(n.Broker.opts.Env, "KAFKA_HEAP_OPTS="+n.kafkaHeap,
+			"KAFKA_JVM_PERFORMANCE_OPTS="+kafkaTestJVMOpts)
 	}
 	n.Broker.Start()
 }
+
+// kafkaTestJVMOpts start a Kafka JVM with less CPU than kafka-run-class.sh's
+// G1 and C2 defaults (this machine's cores are shared): tests need a quick
+// start, not peak throughput.
+const kafkaTestJVMOpts = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
 
 // StartAs starts the (stopped) node as kind k on the same directory, node
 // id, listeners and server.properties: an operator replacing one

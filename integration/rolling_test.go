@@ -84,7 +84,11 @@ func TestRollingReplacement(t *testing.T) {
 			// starts from one the other implementation wrote.
 			"metadata.log.max.snapshot.interval.ms": "5000",
 		},
+		NoWait: true,
 	})
+	for _, n := range c.Nodes {
+		c.WaitNodeReady(n, 3*readyTimeout()) // three JVMs starting at once
+	}
 	t.Logf("3 Kafka nodes ready after %v", time.Since(start).Round(time.Millisecond))
 	r := newRolling(t, c)
 	r.setUp()
@@ -128,7 +132,7 @@ func (r *rolling) setUp() {
 	if err != nil {
 		t.Fatalf("create %s: %v", rollingTopic, err)
 	}
-	r.waitHealthy("the topic's full ISR")
+	r.waitHealthy("the topic's full ISR", rollingTopic)
 	r.w = newWorkload(t, r.c, rollingTopic, rollingParts)
 	r.w.Start()
 	// The idle group commits once, at offsets the workload has passed.
@@ -195,7 +199,7 @@ func (r *rolling) swap(n *ClusterNode, k nodeKind) {
 	n.StartAs(k)
 	r.c.WaitNodeReady(n, 2*readyTimeout())
 	ready := time.Since(t0)
-	r.waitHealthy(fmt.Sprintf("node %d (%s -> %s) back in every ISR", n.ID, from, k))
+	r.waitHealthy(fmt.Sprintf("node %d (%s -> %s) back in every ISR", n.ID, from, k), rollingTopic, "__consumer_offsets")
 	t.Logf("node %d %s -> %s: stopped in %v, serving after %v, every ISR full after %v", n.ID, from, k,
 		stopped.Round(time.Millisecond), ready.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	var kinds []string
@@ -205,10 +209,10 @@ func (r *rolling) swap(n *ClusterNode, k nodeKind) {
 	r.check(strings.Join(kinds, " "))
 }
 
-// waitHealthy waits until every broker lists every partition of the topic
-// and of __consumer_offsets with a leader and all three replicas in the
-// ISR, and every voter has caught up with the quorum's high watermark.
-func (r *rolling) waitHealthy(what string) {
+// waitHealthy waits until every broker lists every partition of topics with
+// a leader and all three replicas in the ISR, and every voter has caught up
+// with the quorum's high watermark.
+func (r *rolling) waitHealthy(what string, topics ...string) {
 	r.t.Helper()
 	err := pollUntil(3*readyTimeout(), nil, func() error {
 		for _, n := range r.c.Nodes {
@@ -216,7 +220,7 @@ func (r *rolling) waitHealthy(what string) {
 				return fmt.Errorf("node %d exited: %s", n.ID, exitDesc(n.exitErr()))
 			}
 		}
-		for _, topic := range []string{rollingTopic, "__consumer_offsets"} {
+		for _, topic := range topics {
 			for _, b := range r.c.Brokers() {
 				st, err := topicState(b.Addr, topic)
 				if err != nil {
@@ -400,7 +404,7 @@ var (
 func (r *rolling) kafkaTools() []string {
 	bootstrap := strings.Join(r.c.BrokerAddrs(), ",")
 	o := RunOpts{Timeout: 60 * time.Second, Hermetic: true, Env: []string{"KAFKA_HEAP_OPTS=-Xmx128M",
-		"KAFKA_JVM_PERFORMANCE_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto -Djava.awt.headless=true"}}
+		"KAFKA_JVM_PERFORMANCE_OPTS=" + kafkaTestJVMOpts}}
 	var wg sync.WaitGroup
 	res := make([]ToolResult, 3)
 	for i, args := range [][]string{
