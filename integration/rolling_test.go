@@ -108,6 +108,7 @@ type rolling struct {
 	w    *workload
 	adm  *kadm.Client
 	idle map[int32]int64 // the idle group's committed offsets
+	txn  *rollingTxn
 
 	mu       sync.Mutex
 	live     map[int32]int64 // the live group's offsets at the last check
@@ -135,6 +136,7 @@ func (r *rolling) setUp() {
 	r.waitHealthy("the topic's full ISR", rollingTopic)
 	r.w = newWorkload(t, r.c, rollingTopic, rollingParts)
 	r.w.Start()
+	r.txn = r.startTxn()
 	// The idle group commits once, at offsets the workload has passed.
 	waitFor(t, 60*time.Second, "100 acknowledged records", func() error {
 		if a, _ := r.w.counts(); a < 100 {
@@ -199,7 +201,7 @@ func (r *rolling) swap(n *ClusterNode, k nodeKind) {
 	n.StartAs(k)
 	r.c.WaitNodeReady(n, 2*readyTimeout())
 	ready := time.Since(t0)
-	r.waitHealthy(fmt.Sprintf("node %d (%s -> %s) back in every ISR", n.ID, from, k), rollingTopic, "__consumer_offsets")
+	r.waitHealthy(fmt.Sprintf("node %d (%s -> %s) back in every ISR", n.ID, from, k), rollingTopic, "__consumer_offsets", rollingTxnTopic, "__transaction_state")
 	t.Logf("node %d %s -> %s: stopped in %v, serving after %v, every ISR full after %v", n.ID, from, k,
 		stopped.Round(time.Millisecond), ready.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	var kinds []string
@@ -356,6 +358,7 @@ func (r *rolling) check(step string) {
 		failf("metadata logs differ: %v", mres.Notes)
 	}
 
+	fails = append(fails, r.txn.check()...)
 	fails = append(fails, r.kafkaTools()...)
 	t.Logf("%s: checked in %v (%d/%d/%d acknowledged; live group at %v; %s)", step, time.Since(t0).Round(time.Millisecond),
 		len(acked[0]), len(acked[1]), len(acked[2]), live, strings.Join(mres.Notes, "; "))
@@ -456,6 +459,9 @@ func (r *rolling) kafkaTools() []string {
 // finish stops the live group and the workload and runs the final checks.
 func (r *rolling) finish() {
 	t := r.t
+	if fails := r.txn.finish(); len(fails) > 0 {
+		t.Errorf("transactions:\n  %s", strings.Join(fails, "\n  "))
+	}
 	res := r.w.Check(t)
 	checkMetadataLogs(r.c, &res)
 	// The live group commits the end of the log.
