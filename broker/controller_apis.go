@@ -5,7 +5,8 @@ package broker
 //
 //	raft:       Vote v0-2, BeginQuorumEpoch v0-1, EndQuorumEpoch v0-1,
 //	            Fetch v4-17 (raft fetch of __cluster_metadata), FetchSnapshot v0-1,
-//	            DescribeQuorum v0-2
+//	            DescribeQuorum v0-2, UpdateRaftVoter v0 (kraft.version 0: accepted
+//	            from a static voter, nothing kept; raft/update_voter.go)
 //	controller: AlterPartition v2-3, BrokerRegistration v0-4, BrokerHeartbeat v0-2, UnregisterBroker v0,
 //	            AllocateProducerIds v0, CreateTopics v2-7, DeleteTopics v1-6,
 //	            CreatePartitions v0-3, IncrementalAlterConfigs v0-1,

@@ -77,7 +77,6 @@ var apiVersionDiffs = []apiVersionDiff{
 	{"CONTROLLER", 73, "0-0", "", "AssignReplicasToDirs (KIP-858): brokers do not report replica log dir assignments to the controller"},
 	{"CONTROLLER", 80, "0-1", "", "AddRaftVoter: static voters only (kraft.version 0); the KIP-853 dynamic voters work (raft/)"},
 	{"CONTROLLER", 81, "0-0", "", "RemoveRaftVoter: as AddRaftVoter"},
-	{"CONTROLLER", 82, "0-0", "", "UpdateRaftVoter: as AddRaftVoter"},
 	{"CONTROLLER", 94, "0-0", "", "UnregisterController (KIP-1312): the controller does not remove registrations yet (no UnregisterControllerRecord is written); the client listener answers it from the image"},
 }
 

@@ -23,8 +23,8 @@ var MetadataTopicID = [16]byte{15: 1}
 
 // ServedVersions are the API versions HandleRequest serves on the CONTROLLER
 // listener (Kafka 4.x): Fetch 4-17, Vote 0-2, BeginQuorumEpoch 0-1,
-// EndQuorumEpoch 0-1, DescribeQuorum 0-2, FetchSnapshot 0-1. For the
-// broker's version registry.
+// EndQuorumEpoch 0-1, DescribeQuorum 0-2, FetchSnapshot 0-1, UpdateRaftVoter
+// 0 (update_voter.go). For the broker's version registry.
 var ServedVersions = map[int16][2]int16{
 	1:  {4, 17},
 	52: {0, 2},
@@ -32,6 +32,7 @@ var ServedVersions = map[int16][2]int16{
 	54: {0, 1},
 	55: {0, 2},
 	59: {0, 1},
+	82: {0, 0},
 }
 
 const (
@@ -217,12 +218,15 @@ func (n *Node) fromKmsgResponse(req Message, resp kmsg.Response) (Message, error
 }
 
 // HandleRequest serves a KRaft request arriving on the CONTROLLER listener:
-// Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum.
+// Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum,
+// UpdateRaftVoter.
 // Kafka errors are in the response; a Go error means "close the connection".
 func (n *Node) HandleRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.DescribeQuorumRequest:
 		return n.describeQuorum(r), nil
+	case *kmsg.UpdateRaftVoterRequest:
+		return n.updateVoter(r), nil
 	}
 	m, errResp, err := n.fromKmsgRequest(req)
 	if err != nil || errResp != nil {
