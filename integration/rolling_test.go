@@ -509,6 +509,14 @@ func (r *rolling) finish() {
 			}
 		}
 	}
+	// Kafka's nodes asked kgo-broker only for APIs it serves (a Kafka 4.4
+	// voter sends UpdateRaftVoter to every leader it follows).
+	for _, n := range r.c.Nodes {
+		if log := n.Log(); strings.Contains(log, "failed due to unsupported version error") {
+			i := strings.Index(log, "failed due to unsupported version error")
+			t.Errorf("node %d: a Kafka request refused as unsupported: ...%s", n.ID, log[max(0, i-300):i+40])
+		}
+	}
 	r.mu.Lock()
 	if len(r.liveErrs) > 0 {
 		t.Logf("the live group's fetch errors (retried): %s", trimErrs(r.liveErrs))
