@@ -15,6 +15,8 @@ package integration
 //     acknowledged record, a read_uncommitted and a read_committed reader;
 //   - a consumer group consuming the topic (auto-committing), and an idle
 //     group whose committed offsets must never change;
+//   - a transactional producer and a read_committed reader on a second topic
+//     (rolling_txn_test.go);
 //   - each node in turn is stopped with SIGTERM (controlled shutdown, exit
 //     code 0) and started as kgo-broker on the same data directory, node id,
 //     listeners and server.properties, then, once every partition has its
