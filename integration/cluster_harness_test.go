@@ -7,7 +7,11 @@ package integration
 // sharing one cluster id (CLUSTER_ID, as the first-start auto-format takes it)
 // and one static controller.quorum.voters. Each node is a *Broker of the
 // single-node harness (Start, Kill, Stop, Log, cleanup) with its own
-// server.properties and readiness check.
+// server.properties and readiness check. A node may run Apache Kafka 4.4
+// instead (ClusterOptions.Kind, ClusterNode.StartAs): kafka.Kafka from the
+// cached jars through testdata/kafka-reference-broker, on the same
+// server.properties, directory and ports, so that a node can be replaced by
+// the other implementation on its own data (rolling_test.go).
 
 import (
 	"context"
@@ -66,6 +70,17 @@ type ClusterOptions struct {
 	// ControllerDial, when set, is how the harness reaches CONTROLLER
 	// listeners (their TLS and SASL when they are secured).
 	ControllerDial *protocol.ClientOptions
+	// Kind, when set, says which implementation node id runs first
+	// (kindKgo when unset). Apache Kafka nodes are formatted by Kafka's
+	// kafka-storage.sh format (with KafkaFormatArgs) before their first
+	// start, kgo-broker nodes as usual (FormatArgs or the auto-format).
+	Kind func(id int32) nodeKind
+	// KafkaFormatArgs are added to the Kafka nodes' format command line
+	// (--feature share.version=0, say).
+	KafkaFormatArgs []string
+	// KafkaHeap is KAFKA_HEAP_OPTS for Apache Kafka nodes (-Xmx256M -Xms64M
+	// when empty).
+	KafkaHeap string
 }
 
 // clusterTimeouts are short quorum and session timeouts so failover is quick
@@ -89,6 +104,9 @@ type ClusterNode struct {
 	CtrlAddr     string // host:CtrlPort ("" for broker-only)
 	// InterAddr is host:port of ClusterOptions.InterBrokerListener ("" without).
 	InterAddr string
+	// Kind is the implementation the node runs (at its next Start).
+	Kind      nodeKind
+	kafkaHeap string
 	clusterID string
 	env       []string
 	interName string
@@ -113,7 +131,13 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 	for i := 0; i < total; i++ {
 		id := int32(i + 1)
 		n := &ClusterNode{ID: id, Host: fmt.Sprintf("127.0.0.%d", id), clusterID: c.ClusterID, env: o.Env,
-			interName: o.InterBrokerListener, ctrlDial: o.ControllerDial}
+			interName: o.InterBrokerListener, ctrlDial: o.ControllerDial, Kind: kindKgo, kafkaHeap: o.KafkaHeap}
+		if o.Kind != nil {
+			n.Kind = o.Kind(id)
+		}
+		if n.kafkaHeap == "" {
+			n.kafkaHeap = "-Xmx256M -Xms64M"
+		}
 		if o.NodeEnv != nil {
 			n.env = append(append([]string(nil), o.Env...), o.NodeEnv(id)...)
 		}
@@ -158,12 +182,17 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 			t.Fatal(err)
 		}
 	}
-	if len(o.FormatArgs) > 0 {
-		for _, n := range c.Nodes {
-			args := append([]string{"format", "-t", c.ClusterID, "-c", n.Props}, o.FormatArgs...)
-			if r := RunCommand(t, RunOpts{Hermetic: true}, brokerBin, args...); r.ExitCode != 0 {
-				t.Fatalf("formatting node %d:\n%s", n.ID, r)
-			}
+	for _, n := range c.Nodes {
+		bin, extra := brokerBin, o.FormatArgs
+		if n.Kind == kindKafka {
+			requireKafkaTools(t)
+			bin, extra = kafkaReference(), o.KafkaFormatArgs
+		} else if len(extra) == 0 {
+			continue // the first-start auto-format
+		}
+		args := append([]string{"format", "-t", c.ClusterID, "-c", n.Props}, extra...)
+		if r := RunCommand(t, RunOpts{Hermetic: true}, bin, args...); r.ExitCode != 0 {
+			t.Fatalf("formatting %s node %d:\n%s", n.Kind, n.ID, r)
 		}
 	}
 	for _, n := range c.Nodes {
@@ -253,12 +282,32 @@ group.initial.rebalance.delay.ms=0
 	return b.String()
 }
 
-// Start starts the node's process (again), with the cluster id in
+// Start starts the node's process (again) as n.Kind, with the cluster id in
 // CLUSTER_ID for the first-start auto-format.
 func (n *ClusterNode) Start() {
 	n.Broker.t.Helper()
 	n.Broker.opts.Env = append([]string{"CLUSTER_ID=" + n.clusterID}, n.env...)
+	n.Broker.opts.Bin = ""
+	if n.Kind == kindKafka {
+		n.Broker.opts.Bin = kafkaReference()
+		n.Broker.opts.Env = append(n.Broker.opts.Env, "KAFKA_HEAP_OPTS="+n.kafkaHeap,
+			"KAFKA_JVM_PERFORMANCE_OPTS="+kafkaTestJVMOpts)
+	}
 	n.Broker.Start()
+}
+
+// kafkaTestJVMOpts start a Kafka JVM with less CPU than kafka-run-class.sh's
+// G1 and C2 defaults (this machine's cores are shared): tests need a quick
+// start, not peak throughput.
+const kafkaTestJVMOpts = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
+
+// StartAs starts the (stopped) node as kind k on the same directory, node
+// id, listeners and server.properties: an operator replacing one
+// implementation with the other.
+func (n *ClusterNode) StartAs(k nodeKind) {
+	n.Broker.t.Helper()
+	n.Kind = k
+	n.Start()
 }
 
 // Brokers returns the nodes with the broker role.
