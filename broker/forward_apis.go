@@ -8,7 +8,7 @@ package broker
 //	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
 //	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
 //	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2,
-//	AlterUserScramCredentials v0.
+//	AlterUserScramCredentials v0, AlterClientQuotas v0-1.
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
 // Kafka 4.4) that kgo-broker's controller serves. UnregisterBroker and
@@ -16,7 +16,7 @@ package broker
 // the same way once the CONTROLLER listener serves them, answered on the
 // broker as Kafka's controller answers while the capability is off until
 // then. Kafka also forwards CreateAcls, DeleteAcls, the delegation token
-// APIs, ElectLeaders, AlterPartitionReassignments and AlterClientQuotas; a
+// APIs, ElectLeaders and AlterPartitionReassignments; a
 // kgo-broker broker answers those itself, with Kafka's answers for the
 // capability off (their files say which).
 // Kafka's broker also advertises a forwardable API's versions intersected
@@ -154,6 +154,8 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.AllocateProducerIDsResponse).ErrorCode = code
 	case *kmsg.DescribeQuorumRequest:
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	case *kmsg.AlterClientQuotasRequest:
+		quotaTimedOut(req, resp.(*kmsg.AlterClientQuotasResponse), code)
 	case *kmsg.UpdateFeaturesRequest:
 		out := resp.(*kmsg.UpdateFeaturesResponse)
 		out.ErrorCode = code
