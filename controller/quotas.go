@@ -297,3 +297,36 @@ func quotaEntityKey(parts []metadatacache.ClientQuotaEntityData) string {
 	}
 	return ent.key()
 }
+
+// MutationQuota is the controller mutation quota (KIP-599) of the request
+// being handled, Kafka's ControllerMutationQuota: CreateTopics,
+// CreatePartitions and DeleteTopics record the partitions each topic
+// creates or deletes once the topic is valid, and a topic whose Record
+// reports false answers THROTTLING_QUOTA_EXCEEDED. The node that serves the
+// controller listener resolves it from the request's principal and client
+// id (broker/quotas.go) and passes it with WithMutationQuota.
+type MutationQuota interface {
+	Record(partitions float64) bool
+}
+
+type mutationQuotaKey struct{}
+
+// WithMutationQuota returns ctx carrying q for Handle.
+func WithMutationQuota(ctx context.Context, q MutationQuota) context.Context {
+	return context.WithValue(ctx, mutationQuotaKey{}, q)
+}
+
+// unbounded is UnboundedControllerMutationQuota.
+type unbounded struct{}
+
+func (unbounded) Record(float64) bool { return true }
+
+func mutationQuotaOf(ctx context.Context) MutationQuota {
+	if q, ok := ctx.Value(mutationQuotaKey{}).(MutationQuota); ok && q != nil {
+		return q
+	}
+	return unbounded{}
+}
+
+// errThrottled is ThrottlingQuotaExceededException's ApiError.
+var errThrottled = newAPIError(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
