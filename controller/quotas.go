@@ -328,5 +328,6 @@ func mutationQuotaOf(ctx context.Context) MutationQuota {
 	return unbounded{}
 }
 
-// errThrottled is ThrottlingQuotaExceededException's ApiError.
-var errThrottled = newAPIError(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
+// errThrottled is ThrottlingQuotaExceededException's ApiError: no message,
+// as ApiError.fromThrowable drops the error's generic one.
+var errThrottled = bareAPIError(kerr.ThrottlingQuotaExceeded)
