@@ -50,7 +50,8 @@
 //
 // A ClientManager has one lock (its quotas and its sensor map; read-held on
 // the hot path) and one lock per sensor; the sensor's is taken under the
-// manager's read lock, and both are leaves otherwise. ConnectionQuotas has
-// one lock; it may wait on it (a condition variable) for a free slot and
-// calls nothing while holding it.
+// manager's read lock, and is a leaf. ConnectionQuotas has one lock, a
+// leaf: Admit waits for a free slot without it (on a channel closed when a
+// connection is released), and EnforceMax closes connections after
+// releasing it.
 package quota
