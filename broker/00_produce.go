@@ -28,6 +28,10 @@ package broker
 //     verify ... Underlying error: X") for the coordinator's retriable
 //     errors; a write the log finds unverified (a marker came in between)
 //     is INVALID_TXN_STATE too.
+//   - Quotas (quotas.go): the request's size counts against the client's
+//     producer_byte_rate; a violation answers at once with throttle_time_ms
+//     and mutes the connection (KIP-219), also for acks=0 (no answer, the
+//     connection muted), which the request quota does not count.
 //
 // Version notes:
 //   - v3: transactional id; magic 2 only

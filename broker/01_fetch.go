@@ -21,6 +21,11 @@ package broker
 //     (v13+), diverging epoch (KIP-320, v12+).
 //   - Record bytes go from the segment files to the socket without being
 //     decoded (replication.FetchResult.Body, sendfile where possible).
+//   - Quotas (quotas.go): a consumer's response size counts against its
+//     consumer_byte_rate and max_bytes is capped at the quota window's
+//     allowance; a throttled fetch answers no partitions with
+//     throttle_time_ms (FetchContext.getThrottledResponse). Followers are
+//     exempt.
 //   - This is the client listeners' Fetch; the CONTROLLER listener's (KRaft's)
 //     is registered in controller_apis.go.
 //
@@ -75,17 +80,6 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 			res.Resp.Brokers = append(res.Resp.Brokers, nb)
 		}
 	}
-	// BytesOutPerSec counts consumer fetches only: Kafka counts followers'
-	// as ReplicationBytesOutPerSec (BrokerTopicStats.updateBytesOut).
-	if r.ReplicaID < 0 && r.ReplicaState.ID < 0 {
-		var out int64
-		for _, regs := range res.Records {
-			for _, reg := range regs {
-				out += reg.Len
-			}
-		}
-		b.bytesOut.Add(out)
-	}
 	// The body is encoded by hand around the segment file regions, which
 	// are streamed with sendfile (replication/fetchbody.go).
 	body := res.Body()
@@ -101,6 +95,18 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 			}
 			return protocol.Response{Msg: throttledFetch(r, res.Resp, t)}, nil
 		}
+	}
+	// BytesOutPerSec counts consumer fetches only (and not a throttled
+	// fetch's, which sends no records): Kafka counts followers' as
+	// ReplicationBytesOutPerSec (BrokerTopicStats.updateBytesOut).
+	if consumer {
+		var out int64
+		for _, regs := range res.Records {
+			for _, reg := range regs {
+				out += reg.Len
+			}
+		}
+		b.bytesOut.Add(out)
 	}
 	return protocol.Response{Body: body}, nil
 }

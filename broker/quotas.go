@@ -135,25 +135,33 @@ var exemptFromRequestQuota = [kmsg.MaxKey + 1]bool{
 	56: true, 58: true, 62: true, 63: true, 67: true, 80: true, 81: true, 82: true,
 }
 
-// requestTimer is the request quota's view of one request, in its context.
+// requestTimer is the request quota's view of one request, in its context
+// as its protocol.ParkedTracker. Only the request's own goroutine touches
+// it (replication parks on the handler's goroutine).
 type requestTimer struct {
 	start    time.Time
-	parked   interface{ Load() int64 }
+	parked   time.Duration
 	recorded bool
 }
 
-type requestTimerKey struct{}
+// AddParked implements protocol.ParkedTracker.
+func (rt *requestTimer) AddParked(d time.Duration) { rt.parked += d }
+
+func requestTimerOf(ctx context.Context) *requestTimer {
+	rt, _ := protocol.ParkedTrackerOf(ctx).(*requestTimer)
+	return rt
+}
 
 // requestThrottle records the request's handler time once (ClientRequestQuotaManager.
 // maybeRecordAndGetThrottleTimeMs) and returns the throttle time in ms; 0
 // without a request quota or for a request already recorded.
 func (b *Broker) requestThrottle(ctx context.Context, req *protocol.Request) int {
-	rt, _ := ctx.Value(requestTimerKey{}).(*requestTimer)
+	rt := requestTimerOf(ctx)
 	if rt == nil || rt.recorded {
 		return 0
 	}
 	rt.recorded = true
-	busy := time.Since(rt.start) - time.Duration(rt.parked.Load())
+	busy := time.Since(rt.start) - rt.parked
 	// nanosToPercentage: 100% is one thread busy for the whole second.
 	pct := float64(max(busy, 0)) * 100 / float64(time.Second)
 	return b.quotas.request.Record(req.Principal.Name, req.ClientID, pct)
@@ -164,8 +172,7 @@ func (b *Broker) requestThrottle(ctx context.Context, req *protocol.Request) int
 func (b *Broker) handleWithQuotas(ctx context.Context, e apiEntry, req *protocol.Request) (protocol.Response, error) {
 	timed := b.quotas.request.Enabled() && !exemptFromRequestQuota[req.Key] && !b.isControllerListener(req.Listener)
 	if timed {
-		pctx, parked := protocol.WithParkedTracker(ctx)
-		ctx = context.WithValue(pctx, requestTimerKey{}, &requestTimer{start: time.Now(), parked: parked})
+		ctx = protocol.WithParkedTracker(ctx, &requestTimer{start: time.Now()})
 	}
 	resp, err := e.handle(ctx, b, req)
 	if err != nil {
@@ -227,7 +234,7 @@ func (q *clientQuotas) withMutationQuota(ctx context.Context, req *protocol.Requ
 // skipRequestQuota marks the request as not counted by the request quota
 // (an acks=0 produce, a follower's fetch).
 func skipRequestQuota(ctx context.Context) {
-	if rt, _ := ctx.Value(requestTimerKey{}).(*requestTimer); rt != nil {
+	if rt := requestTimerOf(ctx); rt != nil {
 		rt.recorded = true
 	}
 }

@@ -278,3 +278,43 @@ func TestControllerMutationRate(t *testing.T) {
 		t.Fatalf("unlimited client: %v %+v", err, resp)
 	}
 }
+
+// TestRequestPercentage: request_percentage counts the handler's own time:
+// a consumer long-polling an empty topic (its fetches park for
+// fetch.max.wait.ms) stays within 1% of a thread, while a client hammering
+// Metadata at 0.01% is throttled.
+func TestRequestPercentage(t *testing.T) {
+	requireKafkaTools(t)
+	b := StartBroker(t, BrokerOptions{})
+	for _, c := range []struct{ entity, cfg string }{{"poller", "request_percentage=1"}, {"hammer", "request_percentage=0.01"}} {
+		MustKafkaTool(t, RunOpts{}, "kafka-configs.sh", "--bootstrap-server", b.Addr, "--alter",
+			"--add-config", c.cfg, "--entity-type", "clients", "--entity-name", c.entity)
+	}
+	createTopic(t, b, "quiet", 1, nil)
+	hammer := &throttleCounter{}
+	hc := b.Client(kgo.ClientID("hammer"), kgo.WithHooks(hammer))
+	defer hc.Close()
+	waitFor(t, 30*time.Second, "the hammer throttled", func() error {
+		for range 200 {
+			req := kmsg.NewPtrMetadataRequest()
+			if _, err := req.RequestWith(ctxT(t, 30*time.Second), hc); err != nil {
+				return err
+			}
+		}
+		if hammer.n.Load() == 0 {
+			return errors.New("not throttled yet")
+		}
+		return nil
+	})
+	poller := &throttleCounter{}
+	pc := b.Client(kgo.ClientID("poller"), kgo.WithHooks(poller), kgo.ConsumeTopics("quiet"), kgo.FetchMaxWait(500*time.Millisecond))
+	defer pc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		pc.PollFetches(ctx)
+	}
+	if poller.n.Load() != 0 {
+		t.Errorf("the long-polling consumer was throttled %d times (max %d ms): parked time counted as request time", poller.n.Load(), poller.max.Load())
+	}
+}

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
@@ -11,21 +10,28 @@ import (
 // not use its request handler thread meanwhile in Kafka, whose purgatory
 // completes the request later. The request quota (request_percentage)
 // counts only the handler's own time, so such waits are subtracted: the
-// broker puts a tracker in the handler's context and the waiting code adds
-// what it parked.
+// broker puts a ParkedTracker in the handler's context and the waiting code
+// reports what it parked.
+
+// ParkedTracker is told how long a request waited parked.
+type ParkedTracker interface{ AddParked(time.Duration) }
 
 type parkedKey struct{}
 
-// WithParkedTracker returns ctx with a tracker of parked time, and the
-// tracker (nanoseconds).
-func WithParkedTracker(ctx context.Context) (context.Context, *atomic.Int64) {
-	var n atomic.Int64
-	return context.WithValue(ctx, parkedKey{}, &n), &n
+// WithParkedTracker returns ctx carrying tr.
+func WithParkedTracker(ctx context.Context, tr ParkedTracker) context.Context {
+	return context.WithValue(ctx, parkedKey{}, tr)
 }
 
-// AddParked adds the time since start to ctx's tracker, if it has one.
+// ParkedTrackerOf returns ctx's tracker, or nil.
+func ParkedTrackerOf(ctx context.Context) ParkedTracker {
+	tr, _ := ctx.Value(parkedKey{}).(ParkedTracker)
+	return tr
+}
+
+// AddParked reports the time since start to ctx's tracker, if it has one.
 func AddParked(ctx context.Context, start time.Time) {
-	if n, ok := ctx.Value(parkedKey{}).(*atomic.Int64); ok {
-		n.Add(int64(time.Since(start)))
+	if tr := ParkedTrackerOf(ctx); tr != nil {
+		tr.AddParked(time.Since(start))
 	}
 }
