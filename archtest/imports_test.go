@@ -21,6 +21,7 @@ var allowed = map[string][]string{
 	"config":                {},
 	"metadatacache":         {},
 	"coordinator":           {},
+	"quota":                 {},
 	"storage":               {"storage/vfs"},
 	"raft":                  {"storage", "storage/vfs", "protocol"},
 	"security":              {"protocol"},

@@ -28,6 +28,10 @@ package broker
 //     verify ... Underlying error: X") for the coordinator's retriable
 //     errors; a write the log finds unverified (a marker came in between)
 //     is INVALID_TXN_STATE too.
+//   - Quotas (quotas.go): the request's size counts against the client's
+//     producer_byte_rate; a violation answers at once with throttle_time_ms
+//     and mutes the connection (KIP-219), also for acks=0 (no answer, the
+//     connection muted), which the request quota does not count.
 //
 // Version notes:
 //   - v3: transactional id; magic 2 only
@@ -48,6 +52,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -62,7 +67,14 @@ func handleProduce(ctx context.Context, b *Broker, req *protocol.Request) (proto
 		return protocol.Response{}, fmt.Errorf("produce v%d (message sets) is not supported", r.Version)
 	}
 	resp := b.replicas.Produce(ctx, r, req.ClientID)
+	// KIP-13: the request's size against producer_byte_rate (quotas.go);
+	// the request quota is not enforced for acks=0.
+	var throttle int
+	if b.quotas != nil {
+		throttle = b.byteThrottle(b.quotas.produce, req, req.Size)
+	}
 	if r.Acks == 0 {
+		skipRequestQuota(ctx)
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if p.ErrorCode != 0 {
@@ -70,8 +82,9 @@ func handleProduce(ctx context.Context, b *Broker, req *protocol.Request) (proto
 				}
 			}
 		}
-		return protocol.Response{NoResponse: true}, nil
+		return protocol.Response{NoResponse: true, Throttle: time.Duration(throttle) * time.Millisecond}, nil
 	}
+	resp.ThrottleMillis = int32(throttle)
 	if r.Version >= 10 {
 		var leaders []int32
 		for _, t := range resp.Topics {

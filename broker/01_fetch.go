@@ -21,6 +21,11 @@ package broker
 //     (v13+), diverging epoch (KIP-320, v12+).
 //   - Record bytes go from the segment files to the socket without being
 //     decoded (replication.FetchResult.Body, sendfile where possible).
+//   - Quotas (quotas.go): a consumer's response size counts against its
+//     consumer_byte_rate and max_bytes is capped at the quota window's
+//     allowance; a throttled fetch answers no partitions with
+//     throttle_time_ms (FetchContext.getThrottledResponse). Followers are
+//     exempt.
 //   - This is the client listeners' Fetch; the CONTROLLER listener's (KRaft's)
 //     is registered in controller_apis.go.
 //
@@ -46,6 +51,19 @@ func init() { regKey(1, 4, 18, onBroker, handleFetch) }
 
 func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.FetchRequest)
+	consumer := r.ReplicaID < 0 && r.ReplicaState.ID < 0
+	quotas := consumer && b.quotas != nil && b.quotas.fetch.Enabled()
+	if !consumer {
+		skipRequestQuota(ctx) // replication is exempt (sendResponseExemptThrottle)
+	}
+	if quotas {
+		// KafkaApis.handleFetchRequest: max_bytes is capped at what the
+		// quota window allows, or the fetch would be throttled for sure.
+		if m := b.quotas.fetch.MaxValueInQuotaWindow(req.Principal.Name, req.ClientID); m < float64(r.MaxBytes) {
+			r.MaxBytes = int32(m)
+			r.MinBytes = min(r.MinBytes, r.MaxBytes)
+		}
+	}
 	res := b.replicas.Fetch(ctx, r)
 	if r.Version >= 16 {
 		var leaders []int32
@@ -62,9 +80,26 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 			res.Resp.Brokers = append(res.Resp.Brokers, nb)
 		}
 	}
-	// BytesOutPerSec counts consumer fetches only: Kafka counts followers'
-	// as ReplicationBytesOutPerSec (BrokerTopicStats.updateBytesOut).
-	if r.ReplicaID < 0 && r.ReplicaState.ID < 0 {
+	// The body is encoded by hand around the segment file regions, which
+	// are streamed with sendfile (replication/fetchbody.go).
+	body := res.Body()
+	if quotas || consumer && b.quotas != nil && b.quotas.request.Enabled() {
+		// Both quotas are recorded; if either is violated the answer has
+		// no records and the bytes are taken back (unrecordQuotaSensor).
+		reqT := b.requestThrottle(ctx, req)
+		bwT := b.byteThrottle(b.quotas.fetch, req, int(body.Size()))
+		if t := max(reqT, bwT); t > 0 {
+			b.quotas.fetch.Unrecord(req.Principal.Name, req.ClientID, float64(body.Size()))
+			if reqT >= bwT {
+				b.quotas.request.Throttled(req.Principal.Name, req.ClientID, reqT)
+			}
+			return protocol.Response{Msg: throttledFetch(r, res.Resp, t)}, nil
+		}
+	}
+	// BytesOutPerSec counts consumer fetches only (and not a throttled
+	// fetch's, which sends no records): Kafka counts followers' as
+	// ReplicationBytesOutPerSec (BrokerTopicStats.updateBytesOut).
+	if consumer {
 		var out int64
 		for _, regs := range res.Records {
 			for _, reg := range regs {
@@ -73,7 +108,18 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 		}
 		b.bytesOut.Add(out)
 	}
-	// The body is encoded by hand around the segment file regions, which
-	// are streamed with sendfile (replication/fetchbody.go).
-	return protocol.Response{Body: res.Body()}, nil
+	return protocol.Response{Body: body}, nil
+}
+
+// throttledFetch is FetchContext.getThrottledResponse: no partitions, the
+// throttle time, and the session id of an incremental session (a new
+// session is not created).
+func throttledFetch(r *kmsg.FetchRequest, full *kmsg.FetchResponse, throttleMs int) *kmsg.FetchResponse {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	resp.ThrottleMillis = int32(throttleMs)
+	resp.ErrorCode = full.ErrorCode
+	if r.SessionEpoch > 0 {
+		resp.SessionID = full.SessionID
+	}
+	return resp
 }

@@ -4,9 +4,8 @@ package broker
 //
 // Behavior (ClientQuotasImage.describe, which a KRaft broker answers from
 // its metadata image):
-//   - The quotas in the image (ClientQuotaRecords; kgo-broker's controller
-//     writes none, a Kafka controller in a mixed cluster may) that match
-//     the filter: EXACT (0) the entity part with that name, DEFAULT (1) the
+//   - The quotas in the image (ClientQuotaRecords, which AlterClientQuotas
+//     writes; 49_alter_client_quotas.go) that match the filter: EXACT (0) the entity part with that name, DEFAULT (1) the
 //     default entity of the type, SPECIFIED (2) any entity with that type;
 //     strict: entities with exactly the filtered types. No quotas: an empty
 //     (non-null) list.
@@ -15,7 +14,7 @@ package broker
 //     ip combined with user or client-id, or an unknown match type;
 //     UNSUPPORTED_VERSION for an entity type other than user, client-id and
 //     ip.
-//   - Quotas are not enforced (no throttling): see docs/STATUS.md.
+//   - The brokers enforce these quotas (quotas.go).
 //
 // kafka-configs.sh --describe --entity-type users (and clients) reads quotas
 // this way before it describes the users' SCRAM credentials.

@@ -2,40 +2,36 @@ package broker
 
 // AlterClientQuotas: v0-1 (client and controller listeners)
 //
-// Behavior: client quotas (KIP-546) are not implemented: kgo-broker's
-// controller writes no ClientQuotaRecords and nothing is throttled. Every
-// entry answers UNSUPPORTED_VERSION "Client quotas are not implemented by
-// kgo-broker", validate_only or not, so kafka-configs.sh --alter
-// --entity-type users|clients|ips fails at once instead of silently
-// storing a quota that would not apply. A Kafka broker forwards the
-// request to its controller, which stores the quota.
+// Behavior: a broker forwards the request to the active controller in an
+// Envelope (forward_apis.go), as Kafka's KafkaApis does; the controller
+// validates it as ClientQuotaControlManager and writes ClientQuotaRecords
+// (controller/quotas.go), which every node's image replays. The brokers
+// enforce the quotas from their image (quotas.go): producer_byte_rate and
+// consumer_byte_rate per (user, client-id), request_percentage,
+// controller_mutation_rate (on the controller), and connection_creation_rate
+// per ip. kafka-configs.sh --alter --add-config producer_byte_rate=1048576
+// --entity-type users|clients|ips sends this; --describe reads the quotas
+// back with DescribeClientQuotas (48).
 //
 // Version notes: v1: flexible.
 
-import (
-	"context"
+import "github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
+func init() {
+	regKey(49, 0, 1, onBroker, handleForwarded)
+	regKey(49, 0, 1, onController, handleControllerAPI)
+}
 
-	"github.com/kgo-broker/kgo-broker/protocol"
-)
-
-func init() { regKey(49, 0, 1, onBoth, handleAlterClientQuotas) }
-
-func handleAlterClientQuotas(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
-	r := req.Msg.(*kmsg.AlterClientQuotasRequest)
-	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-	for _, e := range r.Entries {
+// quotaTimedOut is errorResponse for AlterClientQuotas: code on every entry.
+func quotaTimedOut(req *kmsg.AlterClientQuotasRequest, out *kmsg.AlterClientQuotasResponse, code int16) {
+	for _, e := range req.Entries {
 		re := kmsg.NewAlterClientQuotasResponseEntry()
-		re.ErrorCode = kerr.UnsupportedVersion.Code
-		re.ErrorMessage = strPtr("Client quotas are not implemented by kgo-broker")
+		re.ErrorCode = code
 		for _, ent := range e.Entity {
 			x := kmsg.NewAlterClientQuotasResponseEntryEntity()
 			x.Type, x.Name = ent.Type, ent.Name
 			re.Entity = append(re.Entity, x)
 		}
-		resp.Entries = append(resp.Entries, re)
+		out.Entries = append(out.Entries, re)
 	}
-	return protocol.Response{Msg: resp}, nil
 }

@@ -64,6 +64,10 @@ type Broker struct {
 
 	autoCreating inflightTopics // topics whose auto-creation is in flight (03_metadata.go)
 
+	// quotas are the client quota managers (quotas.go); nil in tests
+	// that build a Broker by hand.
+	quotas *clientQuotas
+
 	// bytesOut counts record bytes fetched by consumers (01_fetch.go):
 	// BrokerTopicMetrics BytesOutPerSec, all topics (metrics.go).
 	bytesOut atomic.Int64
@@ -87,6 +91,9 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) (protocol.Re
 	e, ok := registry(where)[req.Key]
 	if !ok || req.Version < e.min || req.Version > e.max {
 		return protocol.Response{}, fmt.Errorf("api key %d v%d is not served on listener %s", req.Key, req.Version, req.Listener)
+	}
+	if b.quotas != nil {
+		return b.handleWithQuotas(ctx, e, req)
 	}
 	return e.handle(ctx, b, req)
 }

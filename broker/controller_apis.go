@@ -12,6 +12,7 @@ package broker
 //	            CreatePartitions v0-3, IncrementalAlterConfigs v0-1,
 //	            AlterConfigs v0-2, ListPartitionReassignments v0, UpdateFeatures v0-2,
 //	            UnregisterController v0 (KIP-1223),
+//	            AlterClientQuotas v0-1 (controller/quotas.go),
 //	            ControllerRegistration v0 (KIP-919; controller_registration.go
 //	            is the sending side), AlterUserScramCredentials v0
 //	            (controller/scram.go)

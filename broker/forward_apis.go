@@ -8,9 +8,10 @@ package broker
 //	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
 //	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
 //	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2,
-//	AlterUserScramCredentials v0, AddRaftVoter v0-1, RemoveRaftVoter v0
-//	(KIP-853: kafka-metadata-quorum.sh add-controller / remove-controller
-//	with --bootstrap-server), UnregisterController v0 (KIP-1223).
+//	AlterUserScramCredentials v0, AlterClientQuotas v0-1, AddRaftVoter v0-1,
+//	RemoveRaftVoter v0 (KIP-853: kafka-metadata-quorum.sh add-controller /
+//	remove-controller with --bootstrap-server), UnregisterController v0
+//	(KIP-1223).
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
 // Kafka 4.4) that kgo-broker's controller serves. UnregisterBroker,
@@ -19,9 +20,9 @@ package broker
 // listener serves them (it does: 64_unregister_broker.go and the KIP-853
 // files), answered on the broker as Kafka's controller answers with the
 // capability off otherwise. Kafka also forwards CreateAcls, DeleteAcls, the
-// delegation token APIs, ElectLeaders, AlterPartitionReassignments and
-// AlterClientQuotas; a kgo-broker broker answers those itself, with Kafka's
-// answers for the capability off (their files say which).
+// delegation token APIs, ElectLeaders and AlterPartitionReassignments; a
+// kgo-broker broker answers those itself, with Kafka's answers for the
+// capability off (their files say which).
 // Kafka's broker also advertises a forwardable API's versions intersected
 // with the active controller's (ApiVersionsResponse.intersectForwardableApis);
 // kgo-broker advertises its own ranges, which Kafka 4.4's controller serves
@@ -157,6 +158,8 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.AllocateProducerIDsResponse).ErrorCode = code
 	case *kmsg.DescribeQuorumRequest:
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	case *kmsg.AlterClientQuotasRequest:
+		quotaTimedOut(req, resp.(*kmsg.AlterClientQuotasResponse), code)
 	case *kmsg.UpdateFeaturesRequest:
 		out := resp.(*kmsg.UpdateFeaturesResponse)
 		out.ErrorCode = code

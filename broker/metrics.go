@@ -23,6 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/quota"
 )
 
 // maxMetricVersion bounds the versions given their own requests_total series;
@@ -133,6 +135,20 @@ var (
 		"The metadata quorum's epoch (raft-metrics current-epoch).")
 	descRaftHW = desc("kafka_server_raftmetrics_high_watermark",
 		"The metadata log's high watermark, -1 unknown (raft-metrics high-watermark).")
+
+	// kafka.server:type=Produce|Fetch|Request|ControllerMutation, per
+	// user and client-id (ClientQuotaManager's sensors; only while a quota
+	// of the type is set).
+	descQuotaMetrics = [...][2]*prometheus.Desc{
+		{desc("kafka_server_produce_byte_rate", "Produce bytes per second, per user/client-id quota entity (Produce byte-rate).", "user", "client_id"),
+			desc("kafka_server_produce_throttle_time", "Average produce throttle time in ms, per user/client-id (Produce throttle-time).", "user", "client_id")},
+		{desc("kafka_server_fetch_byte_rate", "Fetch bytes per second, per user/client-id quota entity (Fetch byte-rate).", "user", "client_id"),
+			desc("kafka_server_fetch_throttle_time", "Average fetch throttle time in ms, per user/client-id (Fetch throttle-time).", "user", "client_id")},
+		{desc("kafka_server_request_request_time", "Request handler time in percent of one thread, per user/client-id (Request request-time).", "user", "client_id"),
+			desc("kafka_server_request_throttle_time", "Average request-quota throttle time in ms, per user/client-id (Request throttle-time).", "user", "client_id")},
+		{desc("kafka_server_controllermutation_mutation_rate", "Partition mutations per second, per user/client-id (ControllerMutation mutation-rate).", "user", "client_id"),
+			desc("kafka_server_controllermutation_throttle_time", "Average controller mutation throttle time in ms, per user/client-id (ControllerMutation throttle-time).", "user", "client_id")},
+	}
 )
 
 // Describe implements prometheus.Collector.
@@ -142,6 +158,10 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descOfflineDirs, descUncleanablePartitions, descUncleanableBytes,
 		descActiveController, descRaftLeader, descRaftEpoch, descRaftHW} {
 		ch <- d
+	}
+	for _, d := range descQuotaMetrics {
+		ch <- d[0]
+		ch <- d[1]
 	}
 }
 
@@ -181,6 +201,14 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			active = 1
 		}
 		gauge(descActiveController, active)
+	}
+	if q := n.broker.quotas; q != nil {
+		for i, m := range []*quota.ClientManager{q.produce, q.fetch, q.request, q.mutation} {
+			for _, st := range m.Stats() {
+				gauge(descQuotaMetrics[i][0], st.Rate, st.User, st.ClientID)
+				gauge(descQuotaMetrics[i][1], st.ThrottleTimeMs, st.User, st.ClientID)
+			}
+		}
 	}
 	if n.raft != nil {
 		st := n.raft.Status()

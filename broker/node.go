@@ -23,6 +23,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/quota"
 	"github.com/kgo-broker/kgo-broker/raft"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/security"
@@ -324,6 +325,10 @@ func (n *Node) start(ctx context.Context) error {
 		},
 	}
 	n.broker.autoCreating.mu.SetRank(lockrank.InflightTopics)
+	// Client quotas and connection limits (quotas.go), fed from the image.
+	n.broker.quotas = newClientQuotas(cfg, connectionQuotas(cfg, n.logger.Named("quotas")))
+	n.cache.Subscribe(n.broker.quotas.onImage)
+	n.broker.quotas.onImage(nil, n.cache.Image())
 	for _, name := range cfg.ControllerListenerNames {
 		n.broker.controllerListeners[name] = true
 	}
@@ -469,6 +474,12 @@ func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[
 	if n.nc.Metrics {
 		srv.Observe = n.requestMetrics.observe
 	}
+	if into == &n.clientServers && n.broker.quotas != nil {
+		// Kafka's ConnectionQuotas cover the broker's listeners (the
+		// controller's SocketServer has its own, without limits here).
+		srv.Admit, srv.Release = n.broker.quotas.admitConn, n.broker.quotas.conns.Release
+		n.broker.quotas.conns.AddListener(l.Name, srv.CloseLeastRecent)
+	}
 	*into = append(*into, srv)
 	n.wg.Add(1)
 	go func() {
@@ -493,7 +504,18 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 	} else if r, ok := req.Msg.(*kmsg.DescribeClusterRequest); ok {
 		resp = describeControllers(r, n.nc.ClusterID, req.Listener, n.raft.LeaderAndEpoch().LeaderID, n.cache.Image(), n.voterAddrs())
 	} else {
+		var mq *quota.Mutation
+		if n.broker.quotas != nil {
+			ctx, mq = n.broker.quotas.withMutationQuota(ctx, req)
+		}
 		resp, err = n.ctrl.Handle(ctx, req.Msg)
+		if t := mq.ThrottleMs(); t > 0 && err == nil {
+			// ControllerApis.sendResponseMaybeThrottleWithControllerQuota
+			if st, ok := resp.(kmsg.SetThrottleResponse); ok {
+				st.SetThrottle(int32(t))
+			}
+			n.broker.quotas.mutation.Throttled(req.Principal.Name, req.ClientID, t)
+		}
 	}
 	if err != nil {
 		return protocol.Response{}, err

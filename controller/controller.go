@@ -300,6 +300,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.registerController(ctx, r), nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.alterUserScramCredentials(ctx, r), nil
+	case *kmsg.AlterClientQuotasRequest:
+		return c.alterClientQuotas(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -644,6 +646,8 @@ func notController(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return scramErrorResponse(r, code)
+	case *kmsg.AlterClientQuotasRequest:
+		return quotaErrorResponse(r, code)
 	case *kmsg.UpdateFeaturesRequest:
 		resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 		resp.ErrorCode = code

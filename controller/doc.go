@@ -8,8 +8,12 @@
 // resources), BrokerRegistration v0-4, BrokerHeartbeat v0-2,
 // UnregisterBroker v0, AllocateProducerIds v0, AlterPartition v2-3,
 // ListPartitionReassignments v0 (always empty), UpdateFeatures v0-2
-// (updatefeatures.go), ControllerRegistration v0 (controllers.go, KIP-919)
-// and DescribeQuorum (handed to raft). Each file names the Kafka class whose
+// (updatefeatures.go), ControllerRegistration v0 (controllers.go, KIP-919),
+// AlterUserScramCredentials v0 (scram.go), AlterClientQuotas v0-1
+// (quotas.go, ClientQuotaControlManager) and DescribeQuorum (handed to
+// raft). CreateTopics, CreatePartitions and DeleteTopics apply the
+// controller mutation quota the caller passes with WithMutationQuota
+// (KIP-599; THROTTLING_QUOTA_EXCEEDED per topic). Each file names the Kafka class whose
 // decisions it follows. Requests a broker forwards in an Envelope arrive
 // here unwrapped (the broker package serves Envelope on the CONTROLLER
 // listener) and are decided as if the client had sent them; the forwarded

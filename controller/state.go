@@ -41,6 +41,10 @@ type state struct {
 	// (ScramControlManager.credentials; scram.go).
 	scram map[scramKey]int32 // -> iterations
 
+	// quotas are the client quotas by entity (quotaEntityKey) and key
+	// (ClientQuotaControlManager.clientQuotaData; quotas.go).
+	quotas map[string]map[string]float64
+
 	// nodeID and staticUnclean resolve unclean.leader.election.enable below
 	// the dynamic configs (set once in New).
 	nodeID        int32
@@ -101,6 +105,7 @@ func newState() *state {
 		features:      make(map[string]int16),
 		inTransaction: -1,
 		scram:         make(map[scramKey]int32),
+		quotas:        make(map[string]map[string]float64),
 	}
 }
 
@@ -355,6 +360,23 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 			return fmt.Errorf("Unable to find credential to delete: %s/%d", r.Name, r.Mechanism)
 		}
 		delete(s.scram, k)
+	case *metadatacache.ClientQuotaRecord:
+		k := quotaEntityKey(r.Entity)
+		// Copy on write: a decision may hold the previous map (alterClientQuotas).
+		vs := make(map[string]float64, len(s.quotas[k])+1)
+		for qk, v := range s.quotas[k] {
+			vs[qk] = v
+		}
+		if r.Remove {
+			delete(vs, r.QuotaKey)
+		} else {
+			vs[r.QuotaKey] = r.Value
+		}
+		if len(vs) == 0 {
+			delete(s.quotas, k)
+		} else {
+			s.quotas[k] = vs
+		}
 	case *metadatacache.BeginTransactionRecord:
 		s.inTransaction = offset
 	case *metadatacache.EndTransactionRecord, *metadatacache.AbortTransactionRecord:

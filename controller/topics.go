@@ -68,10 +68,11 @@ func (c *Controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 
 	var recs []metadatacache.Record
 	results := make([]kmsg.CreateTopicsResponseTopic, 0, len(topics))
+	mq := mutationQuotaOf(ctx)
 	c.view(func(s *state) {
 		mv := s.metadataVersion()
 		for _, t := range topics {
-			rt, trecs := c.createTopic(s, mv, t)
+			rt, trecs := c.createTopic(s, mv, t, mq)
 			results = append(results, rt)
 			recs = append(recs, trecs...)
 		}
@@ -116,7 +117,7 @@ func (c *Controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 
 // createTopic decides one topic: its response entry and, on success, its
 // TopicRecord, ConfigRecords and PartitionRecords. stateMu is held.
-func (c *Controller) createTopic(s *state, mv int16, t kmsg.CreateTopicsRequestTopic) (kmsg.CreateTopicsResponseTopic, []metadatacache.Record) {
+func (c *Controller) createTopic(s *state, mv int16, t kmsg.CreateTopicsRequestTopic, mq MutationQuota) (kmsg.CreateTopicsResponseTopic, []metadatacache.Record) {
 	rt := kmsg.NewCreateTopicsResponseTopic()
 	rt.Topic = t.Topic
 	failed := func(e *apiError) (kmsg.CreateTopicsResponseTopic, []metadatacache.Record) {
@@ -218,6 +219,11 @@ func (c *Controller) createTopic(s *state, mv int16, t kmsg.CreateTopicsRequestT
 		parts = placed
 	}
 
+	// ReplicationControlManager.createTopic: the controller mutation
+	// quota (KIP-599) is applied once the topic is valid.
+	if !mq.Record(float64(len(parts))) {
+		return failed(errThrottled)
+	}
 	id := newTopicID()
 	rt.TopicID = id
 	rt.NumPartitions = int32(len(parts))
@@ -363,6 +369,7 @@ func configRecord(typ int8, name, key string, value *string) *metadatacache.Conf
 
 func (c *Controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	mq := mutationQuotaOf(ctx)
 	add := func(name *string, id [16]byte, e *apiError) {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID, rt.ErrorCode, rt.ErrorMessage = name, id, e.code(), e.message()
@@ -435,6 +442,10 @@ func (c *Controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 					add(nil, e.id, defaultAPIError(kerr.UnknownTopicID))
 					continue
 				}
+				if !mq.Record(float64(len(t.parts))) {
+					add(nil, e.id, errThrottled)
+					continue
+				}
 				deleted[e.id] = true
 				add(strp(t.name), e.id, nil)
 				continue
@@ -455,6 +466,10 @@ func (c *Controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 			}
 			if ids[id] > 0 || deleted[id] {
 				add(e.name, id, newAPIError(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied."))
+				continue
+			}
+			if !mq.Record(float64(len(s.topics[id].parts))) {
+				add(e.name, id, errThrottled)
 				continue
 			}
 			deleted[id] = true
@@ -498,6 +513,7 @@ func (c *Controller) deleteFailed(req *kmsg.DeleteTopicsRequest, e *apiError) km
 
 func (c *Controller) createPartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	mq := mutationQuotaOf(ctx)
 	add := func(name string, e *apiError) {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic, rt.ErrorCode, rt.ErrorMessage = name, e.code(), e.message()
@@ -521,7 +537,7 @@ func (c *Controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 			if seen[t.Topic] != 1 {
 				continue
 			}
-			trecs, e := c.createPartitionsFor(s, mv, t, len(recs))
+			trecs, e := c.createPartitionsFor(s, mv, t, len(recs), mq)
 			if e == errBatchTooLarge {
 				tooLarge = true
 				return
@@ -549,7 +565,7 @@ func (c *Controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 }
 
 // createPartitionsFor decides one topic's partition increase. stateMu is held.
-func (c *Controller) createPartitionsFor(s *state, mv int16, t kmsg.CreatePartitionsRequestTopic, recsSoFar int) ([]metadatacache.Record, *apiError) {
+func (c *Controller) createPartitionsFor(s *state, mv int16, t kmsg.CreatePartitionsRequestTopic, recsSoFar int, mq MutationQuota) ([]metadatacache.Record, *apiError) {
 	id, ok := s.topicsByName[t.Topic]
 	if !ok {
 		return nil, bareAPIError(kerr.UnknownTopicOrPartition)
@@ -568,6 +584,9 @@ func (c *Controller) createPartitionsFor(s *state, mv int16, t kmsg.CreatePartit
 	}
 	if recsSoFar+additional > maxRecordsPerUserOp {
 		return nil, errBatchTooLarge
+	}
+	if !mq.Record(float64(additional)) {
+		return nil, errThrottled
 	}
 	if cur == 0 {
 		return nil, newAPIError(kerr.UnknownServerError, "Invalid state: topic %s appears to have no partitions.", t.Topic)

@@ -95,9 +95,7 @@ type answerDiff struct {
 	Why        string
 }
 
-var answerDiffs = []answerDiff{
-	{"AlterClientQuotas", 0, 35, "client quotas are not implemented (no ClientQuotaRecords, no throttling): UNSUPPORTED_VERSION with a message instead of storing a quota that would not apply"},
-}
+var answerDiffs = []answerDiff{}
 
 // configDiff is a DescribeConfigs entry that differs.
 type configDiff struct {

@@ -49,6 +49,8 @@ const (
 	MemFS   Rank = 900 // storage/vfs.MemFS.mu (takes file nodes' locks)
 	MemFile Rank = 910 // storage/vfs.memFile.mu (takes its node's lock)
 
+	ClientQuotas Rank = 950 // quota.ClientManager.mu (takes a sensor's lock)
+
 	// Leaf and the ranks above it are leaves: they guard a few fields and
 	// never call out, so nothing may be taken while holding one. Any number
 	// of them may be taken under other locks; they are named only so that
@@ -77,6 +79,8 @@ const (
 	TxnVerifier      Rank = 1061 // broker.txnVerifier.mu
 	InflightTopics   Rank = 1062 // broker.inflightTopics.mu
 	JWKS             Rank = 1070 // security.JWTValidator.mu
+	QuotaSensor      Rank = 1080 // quota.sensor.mu (one client's rate)
+	ConnQuotas       Rank = 1081 // quota.ConnectionQuotas.mu (connection counts; waited on for a free slot)
 )
 
 var names = map[Rank]string{

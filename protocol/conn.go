@@ -54,6 +54,13 @@ type conn struct {
 	pooled       *[]byte     // readLoop only: the pooled buffer of the frame just read
 
 	sess session // authentication state (auth_conn.go)
+
+	// mutedUntil is the end of the current throttle (KIP-219) in
+	// UnixNano, 0 when not throttled: set by serveLoop, read by both loops.
+	mutedUntil atomic.Int64
+
+	admittedIP net.IP       // the address Server.Admit counted
+	lastActive atomic.Int64 // UnixNano of the last request (Server.CloseLeastRecent)
 }
 
 // item is one queued request, or the reason to close the connection.
@@ -94,6 +101,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 }
 
 func (c *conn) start() {
+	c.lastActive.Store(time.Now().UnixNano())
 	c.br = bufio.NewReaderSize(connReader{c}, 16<<10)
 	go c.readLoop()
 	go c.serveLoop()
@@ -414,6 +422,9 @@ func (c *conn) decode(frame []byte) (req *Request, err error) {
 func (c *conn) serveLoop() {
 	defer c.finish()
 	for it := range c.queue {
+		if !c.waitMuted() {
+			return
+		}
 		if it.err != nil {
 			c.srv.logProtocolError(c.log, it.req, it.err)
 			return
@@ -457,6 +468,9 @@ func (c *conn) handle(it *item) (ok bool) {
 		return c.writeMsg(req, 0, c.srv.apiVersionsErrorResponse()) == nil
 	}
 	req.Principal = c.sess.principal
+	if c.srv.Admit != nil {
+		c.lastActive.Store(time.Now().UnixNano())
+	}
 	if handled, ok := c.checkSession(req); handled {
 		return ok
 	}
@@ -494,7 +508,37 @@ func (c *conn) handle(it *item) (ok bool) {
 	if c.srv.Observe != nil {
 		c.srv.Observe(req.Key, req.Version, time.Since(start))
 	}
+	if resp.Throttle > 0 {
+		// KIP-219: the response went out at once; the channel stays
+		// muted for the throttle time (SocketServer's
+		// ChannelThrottlingCallback, ThrottledChannel).
+		c.mutedUntil.Store(time.Now().Add(resp.Throttle).UnixNano())
+	}
 	return true
+}
+
+// waitMuted waits while the connection is throttled; false when it closed
+// meanwhile.
+func (c *conn) waitMuted() bool {
+	until := c.mutedUntil.Load()
+	if until == 0 {
+		return true
+	}
+	d := time.Until(time.Unix(0, until))
+	if d <= 0 {
+		c.mutedUntil.CompareAndSwap(until, 0)
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.stop:
+		return false
+	case <-c.ctx.Done():
+		return false
+	}
 }
 
 // responseHeaderHasTags: response header v1 (one tag byte) is used when the

@@ -72,7 +72,7 @@ func DecodeRequest(frame []byte, versions VersionTable) (*Request, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: key %d (%s)", ErrUnknownAPIKey, key, kmsg.NameForKey(key))
 	}
-	req := &Request{Key: key, Version: version, CorrelationID: corr}
+	req := &Request{Key: key, Version: version, CorrelationID: corr, Size: len(frame)}
 	supported := version >= min && version <= max
 
 	var flexibleHeader bool

@@ -76,6 +76,18 @@
 // is logged with its API key and version and never takes the process down.
 // Other connections are not affected.
 //
+// # Throttling and connection limits
+//
+// A Response with Throttle (a violated client quota, KIP-219) is written at
+// once; then the connection is muted for that long: neither loop reads or
+// handles its next request until the time passes (other connections are not
+// affected). Server.Admit, when set (Kafka's ConnectionQuotas), is asked
+// about every accepted connection before it is served and may make the
+// accept loop wait for a slot; a refused connection is closed at once, or
+// after the delay of a ConnThrottled error. Server.Release is told when an
+// admitted connection closed; CloseLeastRecent closes the connection whose
+// last request is the oldest.
+//
 // # Authentication
 //
 // A listener's Server.Security (auth.go, auth_conn.go; package security

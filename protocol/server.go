@@ -49,6 +49,10 @@ type Request struct {
 	// (User:ANONYMOUS on PLAINTEXT); requests served in-process set it
 	// themselves.
 	Principal Principal
+	// Size is the request's size in bytes after the frame's length
+	// (Kafka's RequestChannel.Request.sizeInBytes), which the produce
+	// byte-rate quota counts.
+	Size int
 }
 
 // Response is what a Handler answers.
@@ -57,10 +61,17 @@ type Request struct {
 // precedence: NoResponse writes nothing (acks=0 produce); Body streams a
 // pre-encoded response body; Msg is encoded with kmsg at the request's
 // version (the server sets it).
+//
+// Throttle (KIP-219) mutes the connection for that long after the response
+// was written (or, with NoResponse, after the request was handled): no
+// further request of the connection is read or handled until it passes.
+// The handler puts the same time in the response's throttle_time_ms, so the
+// client holds back as well.
 type Response struct {
 	Msg        kmsg.Response
 	Body       BodyWriter
 	NoResponse bool
+	Throttle   time.Duration
 }
 
 // BodyWriter streams a response body: everything after the response header.
@@ -158,6 +169,13 @@ type Server struct {
 	// ConnState, if set, is called when a connection is accepted and
 	// when it is closed (a hook for connection metrics).
 	ConnState func(net.Conn, ConnState)
+	// Admit, if set, decides on every accepted connection before it is
+	// served (Kafka's ConnectionQuotas, through the acceptor): it may
+	// block (the listener accepts nothing meanwhile); an error closes the
+	// connection at once, or after a *ConnThrottled's Delay. An admitted
+	// connection is released with Release once it closed.
+	Admit   func(ctx context.Context, listener string, ip net.IP) error
+	Release func(listener string, ip net.IP)
 	// Observe, if set, is called once per request after its response was
 	// written (or, for acks=0 produce, after it was handled), with the API
 	// key and version and the time from dequeuing the request to then: the
@@ -261,6 +279,16 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 	}()
 
+	// Admit may wait for a free slot; Shutdown and Close end the wait.
+	actx, cancelAdmit := context.WithCancel(s.baseCtx)
+	defer cancelAdmit()
+	go func() {
+		select {
+		case <-s.closing:
+			cancelAdmit()
+		case <-actx.Done():
+		}
+	}()
 	log := s.logger()
 	var backoff time.Duration
 	for {
@@ -299,7 +327,18 @@ func (s *Server) Serve(l net.Listener) error {
 			return err
 		}
 		backoff = 0
+		var ip net.IP
+		if s.Admit != nil {
+			if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+				ip = ta.IP
+			}
+			if err := s.Admit(actx, s.ListenerName, ip); err != nil {
+				s.refuse(nc, err)
+				continue
+			}
+		}
 		c := newConn(s, nc)
+		c.admittedIP = ip
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -314,6 +353,44 @@ func (s *Server) Serve(l net.Listener) error {
 		}
 		c.start()
 	}
+}
+
+// ConnThrottled is the error of an Admit that closes the connection after
+// Delay (a connection rate quota, Kafka's delayed close of a throttled
+// socket), not at once.
+type ConnThrottled interface{ CloseDelay() time.Duration }
+
+// refuse closes a connection Admit refused.
+func (s *Server) refuse(nc net.Conn, err error) {
+	s.release()
+	s.logger().Debug("connection refused by the connection quotas", zap.String("listener", s.ListenerName),
+		zap.Stringer("remote", nc.RemoteAddr()), zap.Error(err))
+	var ct ConnThrottled
+	if errors.As(err, &ct) && ct.CloseDelay() > 0 {
+		time.AfterFunc(ct.CloseDelay(), func() { nc.Close() })
+		return
+	}
+	nc.Close()
+}
+
+// CloseLeastRecent closes the open connection whose last request is the
+// oldest (Kafka's processor closing its least recently used channel when
+// the broker is over max.connections) and reports whether there was one.
+func (s *Server) CloseLeastRecent() bool {
+	s.init()
+	s.mu.Lock()
+	var victim *conn
+	for c := range s.conns {
+		if victim == nil || c.lastActive.Load() < victim.lastActive.Load() {
+			victim = c
+		}
+	}
+	s.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.nc.Close()
+	return true
 }
 
 func (s *Server) release() {
@@ -333,6 +410,9 @@ func (s *Server) connDone(c *conn) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.release()
+	if s.Release != nil && s.Admit != nil {
+		s.Release(s.ListenerName, c.admittedIP)
+	}
 }
 
 // stopAccepting closes the listeners and marks the server closed; it returns

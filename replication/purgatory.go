@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kgo-broker/kgo-broker/lockrank"
+	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
 // The purgatory. Kafka parks a produce with acks=all (DelayedProduce) or a
@@ -82,6 +83,8 @@ func await(ctx context.Context, w *waiter, timeout time.Duration, closed <-chan 
 	if timeout <= 0 {
 		return false
 	}
+	// Parked, not working: the request quota does not count it.
+	defer protocol.AddParked(ctx, time.Now())
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
