@@ -259,6 +259,13 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 	if _, ok := req.(*kmsg.DescribeQuorumRequest); ok {
 		return c.cfg.Raft.HandleRequest(ctx, req)
 	}
+	// An ip quota entity naming a host is checked by resolving it
+	// (InetAddress.getByName in Kafka), which can wait seconds on DNS: done
+	// before c.mu, which heartbeats and every other request wait behind.
+	var unresolvable map[string]bool
+	if r, ok := req.(*kmsg.AlterClientQuotasRequest); ok {
+		unresolvable = unresolvableIPEntities(ctx, r)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
@@ -301,7 +308,7 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.alterUserScramCredentials(ctx, r), nil
 	case *kmsg.AlterClientQuotasRequest:
-		return c.alterClientQuotas(ctx, r), nil
+		return c.alterClientQuotas(ctx, r, unresolvable), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }

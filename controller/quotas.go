@@ -87,7 +87,29 @@ type quotaResult struct {
 	err    *apiError
 }
 
-func (c *Controller) alterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) kmsg.Response {
+// unresolvableIPEntities are the hosts named by req's ip entities that are
+// neither address literals nor resolvable.
+func unresolvableIPEntities(ctx context.Context, req *kmsg.AlterClientQuotasRequest) map[string]bool {
+	var out map[string]bool
+	for _, e := range req.Entries {
+		for _, p := range e.Entity {
+			if p.Type != "ip" || p.Name == nil || *p.Name == "" || out[*p.Name] {
+				continue
+			}
+			if !resolvable(ctx, *p.Name) {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[*p.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+// alterClientQuotas runs under c.mu; unresolvable is what
+// unresolvableIPEntities found before it was taken.
+func (c *Controller) alterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest, unresolvable map[string]bool) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	current := map[string]map[string]float64{}
 	c.view(func(s *state) {
@@ -130,7 +152,7 @@ func (c *Controller) alterClientQuotas(ctx context.Context, req *kmsg.AlterClien
 			byKey[k] = res
 			results = append(results, res)
 			var entRecs []metadatacache.Record
-			entRecs, res.err = alterQuotaEntity(ctx, ent, ops, current[k])
+			entRecs, res.err = alterQuotaEntity(ent, ops, current[k], unresolvable)
 			recs = append(recs, entRecs...)
 			continue
 		}
@@ -180,7 +202,7 @@ func quotaErrorResponse(req *kmsg.AlterClientQuotasRequest, code int16) *kmsg.Al
 
 // alterQuotaEntity is alterClientQuotaEntity: the entity's records, or why
 // it is refused.
-func alterQuotaEntity(ctx context.Context, ent quotaEntity, ops map[string]*float64, current map[string]float64) ([]metadatacache.Record, *apiError) {
+func alterQuotaEntity(ent quotaEntity, ops map[string]*float64, current map[string]float64, unresolvable map[string]bool) ([]metadatacache.Record, *apiError) {
 	if len(ent) == 0 {
 		return nil, newAPIError(kerr.InvalidRequest, "Invalid empty client quota entity")
 	}
@@ -200,7 +222,7 @@ func alterQuotaEntity(ctx context.Context, ent quotaEntity, ops map[string]*floa
 	case hasIP && (hasUser || hasClient):
 		return nil, newAPIError(kerr.InvalidRequest, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
 	case hasIP:
-		if ip != nil && !resolvable(ctx, *ip) {
+		if ip != nil && unresolvable[*ip] {
 			return nil, newAPIError(kerr.InvalidRequest, "%s is not a valid IP or resolvable host.", *ip)
 		}
 		keys = ipQuotaKeys
