@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/security/authorizer"
 )
 
 // state is the controller's own view of the metadata, built only by replaying
@@ -40,6 +41,9 @@ type state struct {
 	// scram holds the (user, mechanism) pairs that have a SCRAM credential
 	// (ScramControlManager.credentials; scram.go).
 	scram map[scramKey]int32 // -> iterations
+
+	// acls are the ACLs by id (AclControlManager.idToAcl; acls.go).
+	acls map[[16]byte]authorizer.ACL
 
 	// nodeID and staticUnclean resolve unclean.leader.election.enable below
 	// the dynamic configs (set once in New).
@@ -101,6 +105,7 @@ func newState() *state {
 		features:      make(map[string]int16),
 		inTransaction: -1,
 		scram:         make(map[scramKey]int32),
+		acls:          make(map[[16]byte]authorizer.ACL),
 	}
 }
 
@@ -355,6 +360,8 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 			return fmt.Errorf("Unable to find credential to delete: %s/%d", r.Name, r.Mechanism)
 		}
 		delete(s.scram, k)
+	case *metadatacache.AccessControlEntryRecord, *metadatacache.RemoveAccessControlEntryRecord:
+		return s.replayACL(r)
 	case *metadatacache.BeginTransactionRecord:
 		s.inTransaction = offset
 	case *metadatacache.EndTransactionRecord, *metadatacache.AbortTransactionRecord:
