@@ -30,6 +30,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
+	"github.com/kgo-broker/kgo-broker/security/authorizer"
 	"github.com/kgo-broker/kgo-broker/txn"
 )
 
@@ -53,6 +54,10 @@ type Broker struct {
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.
 	controllerHandler func(ctx context.Context, req *protocol.Request) (protocol.Response, error)
+
+	// authz is the StandardAuthorizer (authz.go); nil without
+	// authorizer.class.name.
+	authz *authorizer.Authorizer
 
 	controllerListeners map[string]bool
 	settings            settings

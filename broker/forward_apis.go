@@ -11,11 +11,13 @@ package broker
 //	AlterUserScramCredentials v0.
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
-// Kafka 4.4) that kgo-broker's controller serves. UnregisterBroker and
+// Kafka 4.4) that kgo-broker's controller serves; CreateAcls and DeleteAcls
+// (30_create_acls.go, 31_delete_acls.go) are forwarded the same way when an
+// authorizer is configured. UnregisterBroker and
 // Add/RemoveRaftVoter go through forwardOr (forward_local.go): forwarded
 // the same way once the CONTROLLER listener serves them, answered on the
 // broker as Kafka's controller answers while the capability is off until
-// then. Kafka also forwards CreateAcls, DeleteAcls, the delegation token
+// then. Kafka also forwards the delegation token
 // APIs, ElectLeaders, AlterPartitionReassignments and AlterClientQuotas; a
 // kgo-broker broker answers those itself, with Kafka's answers for the
 // capability off (their files say which).
@@ -147,6 +149,20 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 				rr.User, rr.ErrorCode = n, code
 				out.Results = append(out.Results, rr)
 			}
+		}
+	case *kmsg.CreateACLsRequest:
+		out := resp.(*kmsg.CreateACLsResponse)
+		for range req.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = code
+			out.Results = append(out.Results, res)
+		}
+	case *kmsg.DeleteACLsRequest:
+		out := resp.(*kmsg.DeleteACLsResponse)
+		for range req.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = code
+			out.Results = append(out.Results, res)
 		}
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code

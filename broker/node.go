@@ -150,6 +150,9 @@ func (n *Node) Start() error {
 func (n *Node) start(ctx context.Context) error {
 	cfg := n.cfg
 	now := time.Now
+	if err := cfg.ValidateAuthorizer(); err != nil {
+		return err
+	}
 	if slices.Contains(n.nc.OfflineLogDirs, cfg.MetadataLogDir) {
 		// MetaPropertiesEnsemble.verify: the metadata log cannot be offline
 		return fmt.Errorf("Encountered I/O error in metadata log directory %s. Cannot continue.", cfg.MetadataLogDir)
@@ -310,6 +313,11 @@ func (n *Node) start(ctx context.Context) error {
 		},
 	}
 	n.broker.autoCreating.mu.SetRank(lockrank.InflightTopics)
+	if a := newAuthorizer(cfg); a != nil {
+		n.broker.authz = a
+		n.cache.Subscribe(watchACLs(a))
+		watchACLs(a)(nil, n.cache.Image())
+	}
 	for _, name := range cfg.ControllerListenerNames {
 		n.broker.controllerListeners[name] = true
 	}
