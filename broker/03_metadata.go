@@ -13,6 +13,12 @@ package broker
 //     auto.create.topics.enable and AllowAutoTopicCreation (v4+) allow it, and
 //     are answered LEADER_NOT_AVAILABLE while the creation is in flight, as
 //     Kafka's AutoTopicCreationManager does; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+//   - Authorization (KafkaApis.handleTopicMetadataRequest): only topics with
+//     DESCRIBE are listed for all topics; a requested topic without it
+//     answers TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id:
+//     with the id, without the name); auto-creating a topic needs CREATE
+//     on CLUSTER or on the topic (TOPIC_AUTHORIZATION_FAILED). Kafka lists
+//     the refused topics after the others; kgo-broker keeps request order.
 //   - Invalid names get INVALID_TOPIC_EXCEPTION; unknown topic ids (v12+)
 //     UNKNOWN_TOPIC_ID.
 //   - Partitions whose leader is -1 or not alive get LEADER_NOT_AVAILABLE;
@@ -52,6 +58,9 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 	allTopics := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if allTopics {
 		for _, name := range img.TopicNames() {
+			if !b.authorize(req, opDescribe, resTopic, name) {
+				continue // not disclosed
+			}
 			resp.Topics = append(resp.Topics, b.metadataTopic(img, img.TopicByName(name), req.Listener))
 		}
 		return protocol.Response{Msg: resp}, nil
@@ -70,10 +79,24 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
+			if !b.authorize(req, opDescribe, resTopic, t.Name) {
+				// Topic ids are not sensitive: the id is named.
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID, mt.ErrorCode = t.ID, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			resp.Topics = append(resp.Topics, b.metadataTopic(img, t, req.Listener))
 			continue
 		}
 		name := *rt.Topic
+		if !b.authorize(req, opDescribe, resTopic, name) {
+			// Whether it exists is not disclosed.
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = strPtr(name), kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if t := img.TopicByName(name); t != nil {
 			resp.Topics = append(resp.Topics, b.metadataTopic(img, t, req.Listener))
 			continue
@@ -84,6 +107,8 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 		switch {
 		case validateTopicName(name) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
+		case allowAuto && !b.authorize(req, opCreate, resCluster, "kafka-cluster") && !b.authorize(req, opCreate, resTopic, name):
+			mt.ErrorCode, mt.IsInternal = kerr.TopicAuthorizationFailed.Code, isInternalTopic(name)
 		case allowAuto && !isInternalTopic(name):
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			toCreate = append(toCreate, name)

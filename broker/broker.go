@@ -88,7 +88,33 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) (protocol.Re
 	if !ok || req.Version < e.min || req.Version > e.max {
 		return protocol.Response{}, fmt.Errorf("api key %d v%d is not served on listener %s", req.Key, req.Version, req.Listener)
 	}
+	if where == onBroker && b.authorizing(req) {
+		return b.handleAuthorized(ctx, e, req)
+	}
 	return e.handle(ctx, b, req)
+}
+
+// handleAuthorized runs a client-listener request through authorizeClient
+// (authz_client.go): refused entirely, or its authorized part handled and
+// the refused resources added to the answer.
+func (b *Broker) handleAuthorized(ctx context.Context, e apiEntry, req *protocol.Request) (protocol.Response, error) {
+	deny, run, complete := b.authorizeClient(req)
+	if deny != nil {
+		deny.SetVersion(req.Version)
+		return protocol.Response{Msg: deny}, nil
+	}
+	inner := req
+	if run != req.Msg {
+		cp := *req
+		cp.Msg = run
+		inner = &cp
+	}
+	out, err := e.handle(ctx, b, inner)
+	if err != nil || complete == nil || out.Msg == nil {
+		return out, err
+	}
+	complete(out.Msg)
+	return out, nil
 }
 
 // ReusesFrame implements protocol.FrameReuser: a Produce request is done with
