@@ -1,0 +1,523 @@
+//go:build integration
+
+package integration
+
+// Authorization end to end (authorizer.class.name=StandardAuthorizer): Kafka
+// 4.4's kafka-acls.sh adds, lists and removes ACLs through a SASL_PLAINTEXT
+// listener as a super user; franz-go produces and consumes as a principal
+// with and without the ACLs it needs; and an ACL matrix (a representative
+// set of APIs, each asked by its own principal before and after it gets the
+// ACL the API needs) runs against kgo-broker and Apache Kafka 4.4 itself,
+// which must give the same error codes.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+// aclUsers are the PLAIN users of the ACL tests: admin is a super user, each
+// matrix case has its own principal so that ACLs of one case never help
+// another.
+const aclUsers = 24
+
+func aclJaas() string {
+	var b strings.Builder
+	b.WriteString(`org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret"`)
+	for i := 0; i < aclUsers; i++ {
+		fmt.Fprintf(&b, ` user_u%d="u%d-secret"`, i, i)
+	}
+	b.WriteString(";")
+	return b.String()
+}
+
+// aclNode is a node with StandardAuthorizer and a SASL_PLAINTEXT listener.
+type aclNode struct {
+	*Broker
+	sasl string // SASL_PLAINTEXT address
+}
+
+// newACLNode prepares (but does not start) a node of bin ("" for the binary
+// under test). The PLAINTEXT and CONTROLLER listeners authenticate as
+// User:ANONYMOUS, which is a super user, as Kafka's docs advise when the
+// inter-broker and controller listeners are not authenticated.
+func newACLNode(t *testing.T, bin string, env []string) *aclNode {
+	t.Helper()
+	b := NewBroker(t, BrokerOptions{Bin: bin, Env: env})
+	port := freePorts(t, 1)[0]
+	n := &aclNode{Broker: b, sasl: fmt.Sprintf("127.0.0.1:%d", port)}
+	extra := fmt.Sprintf(`
+listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d,SASL_PLAINTEXT://%[3]s
+advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d,SASL_PLAINTEXT://%[3]s
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=%[4]s
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:admin;User:ANONYMOUS
+`, b.Port, b.CtrlPort, n.sasl, aclJaas())
+	f, err := os.OpenFile(b.Props, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(extra)
+	f.Close()
+	return n
+}
+
+func (n *aclNode) client(t *testing.T, user string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	pass := user + "-secret"
+	base := []kgo.Opt{kgo.SeedBrokers(n.sasl), kgo.DialTimeout(5 * time.Second), kgo.RetryTimeout(10 * time.Second),
+		kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism())}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// adminConfig writes the --command-config of the super user.
+func (n *aclNode) adminConfig(t *testing.T) string {
+	p := filepath.Join(n.Dir, "admin.properties")
+	body := "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n" +
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";` + "\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// awaitACLCount waits until the node's image (DescribeAcls as admin) holds n
+// ACLs: ACL changes reach a broker through the metadata log.
+func (n *aclNode) awaitACLCount(t *testing.T, admin *kgo.Client, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		resp, err := req.RequestWith(context.Background(), admin)
+		got := -1
+		if err == nil && resp.ErrorCode == 0 {
+			got = 0
+			for _, r := range resp.Resources {
+				got += len(r.ACLs)
+			}
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("DescribeAcls: %d ACLs (err %v), want %d", got, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestACLToolsAndClients(t *testing.T) {
+	requireKafkaTools(t)
+	n := newACLNode(t, "", nil)
+	n.Start()
+	n.WaitReady()
+	cfg := n.adminConfig(t)
+	admin := n.client(t, "admin")
+	ctx := context.Background()
+	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, "acl-t"); err != nil {
+		t.Fatal(err)
+	}
+	acls := func(args ...string) ToolResult {
+		return MustKafkaTool(t, RunOpts{Timeout: 2 * time.Minute}, "kafka-acls.sh",
+			append([]string{"--bootstrap-server", n.sasl, "--command-config", cfg}, args...)...)
+	}
+
+	produce := func(user, topic string, opts ...kgo.Opt) error {
+		cl := n.client(t, user, append(opts, kgo.RequestRetries(2))...)
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+	}
+	consume := func(user, group string) error {
+		cl := n.client(t, user, kgo.ConsumeTopics("acl-t"), kgo.ConsumerGroup(group),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		// Leave the group when done: a refused member that stays would
+		// retry and share the partition with the next one.
+		defer cl.Close()
+		fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		for {
+			fs := cl.PollFetches(fctx)
+			if err := fctx.Err(); err != nil {
+				return err
+			}
+			var ferr error
+			fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+			if ferr != nil {
+				return ferr
+			}
+			if fs.NumRecords() > 0 {
+				return nil
+			}
+		}
+	}
+
+	// Without ACLs u1 may do nothing; admin (super user) may.
+	if err := produce("u1", "acl-t"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("u1 produce without ACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produce("admin", "acl-t"); err != nil {
+		t.Fatalf("admin produce: %v", err)
+	}
+
+	acls("--add", "--allow-principal", "User:u1", "--operation", "Write", "--operation", "Read", "--topic", "acl-t")
+	n.awaitACLCount(t, admin, 2)
+	r := acls("--list", "--topic", "acl-t")
+	for _, want := range []string{"ResourcePattern(resourceType=TOPIC, name=acl-t, patternType=LITERAL)", "principal=User:u1", "operation=WRITE", "operation=READ", "permissionType=ALLOW"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Fatalf("kafka-acls.sh --list lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	if err := produce("u1", "acl-t"); err != nil {
+		t.Fatalf("u1 produce with WRITE: %v", err)
+	}
+	if err := produce("u2", "acl-t"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("u2 produce: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	// Consuming in a group needs READ on the group too.
+	if err := consume("u1", "acl-g"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("u1 consume without group ACL: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	acls("--add", "--allow-principal", "User:u1", "--operation", "Read", "--group", "acl-", "--resource-pattern-type", "prefixed")
+	n.awaitACLCount(t, admin, 3)
+	if err := consume("u1", "acl-g"); err != nil {
+		t.Fatalf("u1 consume with ACLs: %v", err)
+	}
+	// A DENY wins. The idempotent producer's InitProducerId then fails
+	// first (no IDEMPOTENT_WRITE, and no WRITE on any topic that no DENY
+	// covers: authorizeByResourceType), as with Kafka.
+	acls("--add", "--deny-principal", "User:u1", "--operation", "Write", "--topic", "*")
+	n.awaitACLCount(t, admin, 4)
+	if err := produce("u1", "acl-t"); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("u1 idempotent produce with a DENY: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if err := produce("u1", "acl-t", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("u1 produce with a DENY: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	acls("--remove", "--force", "--deny-principal", "User:u1", "--operation", "Write", "--topic", "*")
+	acls("--remove", "--force", "--allow-principal", "User:u1", "--operation", "Write", "--topic", "acl-t")
+	n.awaitACLCount(t, admin, 2)
+	r = acls("--list")
+	if strings.Contains(r.Stdout, "operation=WRITE") || !strings.Contains(r.Stdout, "operation=READ") {
+		t.Fatalf("after --remove:\n%s", r.Stdout)
+	}
+	if err := produce("u1", "acl-t", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("u1 produce after --remove: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	// A non-super user may not change ACLs.
+	u1 := n.client(t, "u1")
+	cr := kmsg.NewPtrCreateACLsRequest()
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "x", kmsg.ACLResourcePatternTypeLiteral
+	c.Principal, c.Host, c.Operation, c.PermissionType = "User:u1", "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
+	cr.Creations = append(cr.Creations, c)
+	cresp, err := cr.RequestWith(ctx, u1)
+	if err != nil || len(cresp.Results) != 1 || cresp.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("CreateAcls as u1: %+v %v, want CLUSTER_AUTHORIZATION_FAILED", cresp, err)
+	}
+}
+
+// aclCase is one row of the ACL matrix: a request and the ACL that lets
+// its principal through.
+type aclCase struct {
+	name  string
+	req   func(topicID [16]byte) kmsg.Request
+	grant [][3]string // resource type, name, operation (kafka-acls names)
+}
+
+func aclMatrix() []aclCase {
+	str := kmsg.StringPtr
+	topic := func(op string) [][3]string { return [][3]string{{"TOPIC", "mt", op}} }
+	return []aclCase{
+		{"Metadata topic", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = str("mt")
+			r.Topics = append(r.Topics, mt)
+			return r
+		}, topic("DESCRIBE")},
+		{"Metadata auto-create", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = str("auto-mt")
+			r.Topics, r.AllowAutoTopicCreation = append(r.Topics, mt), true
+			return r
+		}, [][3]string{{"TOPIC", "auto-mt", "DESCRIBE"}, {"TOPIC", "auto-mt", "CREATE"}}},
+		{"ListOffsets", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrListOffsetsRequest()
+			r.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "mt", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: -1}}}}
+			return r
+		}, topic("DESCRIBE")},
+		{"Fetch", func(id [16]byte) kmsg.Request {
+			r := kmsg.NewPtrFetchRequest()
+			r.ReplicaID, r.MaxWaitMillis, r.MaxBytes, r.SessionEpoch = -1, 10, 1<<20, -1
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic, ft.TopicID = "mt", id
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, 1<<20, -1
+			ft.Partitions = append(ft.Partitions, fp)
+			r.Topics = append(r.Topics, ft)
+			return r
+		}, topic("READ")},
+		{"DescribeConfigs topic", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeConfigsRequest()
+			rs := kmsg.NewDescribeConfigsRequestResource()
+			rs.ResourceType, rs.ResourceName = kmsg.ConfigResourceTypeTopic, "mt"
+			r.Resources = append(r.Resources, rs)
+			return r
+		}, topic("DESCRIBE_CONFIGS")},
+		{"DescribeConfigs broker", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeConfigsRequest()
+			rs := kmsg.NewDescribeConfigsRequestResource()
+			rs.ResourceType, rs.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+			r.Resources = append(r.Resources, rs)
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "DESCRIBE_CONFIGS"}}},
+		{"IncrementalAlterConfigs topic", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			rs := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rs.ResourceType, rs.ResourceName = kmsg.ConfigResourceTypeTopic, "mt"
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "retention.ms", str("100000")
+			rs.Configs = append(rs.Configs, c)
+			r.Resources = append(r.Resources, rs)
+			return r
+		}, topic("ALTER_CONFIGS")},
+		{"CreateTopics", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrCreateTopicsRequest()
+			ct := kmsg.NewCreateTopicsRequestTopic()
+			ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "created-mt", 1, 1
+			r.Topics, r.TimeoutMillis = append(r.Topics, ct), 30000
+			return r
+		}, [][3]string{{"TOPIC", "created-mt", "CREATE"}}},
+		{"CreatePartitions", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrCreatePartitionsRequest()
+			ct := kmsg.NewCreatePartitionsRequestTopic()
+			ct.Topic, ct.Count = "mt2", 2
+			r.Topics, r.TimeoutMillis = append(r.Topics, ct), 30000
+			return r
+		}, [][3]string{{"TOPIC", "mt2", "ALTER"}}},
+		{"DeleteTopics", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDeleteTopicsRequest()
+			dt := kmsg.NewDeleteTopicsRequestTopic()
+			dt.Topic = str("del-mt")
+			r.Topics, r.TopicNames, r.TimeoutMillis = append(r.Topics, dt), []string{"del-mt"}, 30000
+			return r
+		}, [][3]string{{"TOPIC", "del-mt", "DELETE"}}},
+		{"OffsetCommit", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group, r.Generation = "mg", -1
+			ot := kmsg.NewOffsetCommitRequestTopic()
+			ot.Topic = "mt"
+			op := kmsg.NewOffsetCommitRequestTopicPartition()
+			op.Partition, op.Offset = 0, 0
+			ot.Partitions = append(ot.Partitions, op)
+			r.Topics = append(r.Topics, ot)
+			return r
+		}, [][3]string{{"GROUP", "mg", "READ"}, {"TOPIC", "mt", "READ"}}},
+		{"OffsetCommit topic denied", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group, r.Generation = "mg2", -1
+			ot := kmsg.NewOffsetCommitRequestTopic()
+			ot.Topic = "mt"
+			op := kmsg.NewOffsetCommitRequestTopicPartition()
+			ot.Partitions = append(ot.Partitions, op)
+			r.Topics = append(r.Topics, ot)
+			return r
+		}, [][3]string{{"GROUP", "mg2", "READ"}}},
+		{"OffsetFetch", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "mg"
+			r.Groups = append(r.Groups, g)
+			return r
+		}, [][3]string{{"GROUP", "mg", "DESCRIBE"}}},
+		{"FindCoordinator group", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.CoordinatorKeys = []string{"mg"}
+			return r
+		}, [][3]string{{"GROUP", "mg", "DESCRIBE"}}},
+		{"FindCoordinator transaction", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.CoordinatorType, r.CoordinatorKeys = 1, []string{"mtx"}
+			return r
+		}, [][3]string{{"TRANSACTIONAL_ID", "mtx", "DESCRIBE"}}},
+		{"DescribeGroups", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeGroupsRequest()
+			r.Groups = []string{"mg"}
+			return r
+		}, [][3]string{{"GROUP", "mg", "DESCRIBE"}}},
+		{"DeleteGroups", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDeleteGroupsRequest()
+			r.Groups = []string{"no-such-group"}
+			return r
+		}, [][3]string{{"GROUP", "no-such-group", "DELETE"}}},
+		{"InitProducerId transactional", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = str("mtx"), 60000, -1, -1
+			return r
+		}, [][3]string{{"TRANSACTIONAL_ID", "mtx", "WRITE"}}},
+		{"InitProducerId idempotent", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = -1, -1, -1
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE"}}},
+		{"InitProducerId idempotent by topic WRITE", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch = -1, -1, -1
+			return r
+		}, [][3]string{{"TOPIC", "any", "WRITE"}}},
+		{"DescribeTransactions", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeTransactionsRequest()
+			r.TransactionalIDs = []string{"no-such-txn"}
+			return r
+		}, [][3]string{{"TRANSACTIONAL_ID", "no-such-txn", "DESCRIBE"}}},
+		{"DescribeProducers", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeProducersRequest()
+			r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "mt", Partitions: []int32{0}}}
+			return r
+		}, topic("READ")},
+		{"DescribeLogDirs", func([16]byte) kmsg.Request {
+			return kmsg.NewPtrDescribeLogDirsRequest()
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "DESCRIBE"}}},
+		{"DescribeAcls", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeACLsRequest()
+			r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "DESCRIBE"}}},
+	}
+}
+
+var aclEnums = map[string]int8{
+	"TOPIC": 2, "GROUP": 3, "CLUSTER": 4, "TRANSACTIONAL_ID": 5,
+	"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9,
+	"DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12,
+}
+
+// runACLMatrix runs every case as its own principal before and after it is
+// granted the case's ACLs, and returns the error codes.
+func runACLMatrix(t *testing.T, n *aclNode) map[string][2]int16 {
+	t.Helper()
+	ctx := context.Background()
+	admin := n.client(t, "admin")
+	adm := kadm.NewClient(admin)
+	for _, tp := range []string{"mt", "mt2", "del-mt"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, tp); err != nil {
+			t.Fatalf("creating %s: %v", tp, err)
+		}
+	}
+	md, err := adm.Metadata(ctx, "mt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := md.Topics["mt"].ID
+	cases := aclMatrix()
+	if len(cases) > aclUsers {
+		t.Fatalf("%d cases for %d users", len(cases), aclUsers)
+	}
+	out := map[string][2]int16{}
+	total := 0
+	for i, c := range cases {
+		user := fmt.Sprintf("u%d", i)
+		cl := n.client(t, user, kgo.RequestRetries(0))
+		var codes [2]int16
+		for round := 0; round < 2; round++ {
+			if round == 1 {
+				cr := kmsg.NewPtrCreateACLsRequest()
+				for _, g := range c.grant {
+					ac := kmsg.NewCreateACLsRequestCreation()
+					ac.ResourceType, ac.ResourceName, ac.ResourcePatternType = kmsg.ACLResourceType(aclEnums[g[0]]), g[1], kmsg.ACLResourcePatternTypeLiteral
+					ac.Principal, ac.Host, ac.Operation, ac.PermissionType = "User:"+user, "*", kmsg.ACLOperation(aclEnums[g[2]]), kmsg.ACLPermissionTypeAllow
+					cr.Creations = append(cr.Creations, ac)
+				}
+				resp, err := cr.RequestWith(ctx, admin)
+				if err != nil {
+					t.Fatalf("%s: CreateAcls: %v", c.name, err)
+				}
+				for _, r := range resp.Results {
+					if r.ErrorCode != 0 {
+						t.Fatalf("%s: CreateAcls: error %d", c.name, r.ErrorCode)
+					}
+				}
+				total += len(c.grant)
+				n.awaitACLCount(t, admin, total)
+			}
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			// Straight to the node: the client's sharding would turn
+			// authorization errors into request errors.
+			resp, err := cl.SeedBrokers()[0].Request(rctx, c.req(id))
+			cancel()
+			if err != nil {
+				t.Fatalf("%s (round %d): %v", c.name, round, err)
+			}
+			codes[round] = firstErrorCode(resp)
+		}
+		out[c.name] = codes
+	}
+	return out
+}
+
+// TestACLMatrix runs the ACL matrix against the binary under test and checks
+// the denials are authorization errors and the grants lift them.
+func TestACLMatrix(t *testing.T) {
+	n := newACLNode(t, "", nil)
+	n.Start()
+	n.WaitReady()
+	got := runACLMatrix(t, n)
+	for _, c := range aclMatrix() {
+		codes := got[c.name]
+		if e := kerr.ErrorForCode(codes[0]); !strings.Contains(fmt.Sprint(e), "AUTHORIZATION_FAILED") {
+			t.Errorf("%s without ACL: %v, want an authorization error", c.name, e)
+		}
+		if e := kerr.ErrorForCode(codes[1]); strings.Contains(fmt.Sprint(e), "AUTHORIZATION_FAILED") {
+			t.Errorf("%s with %v: %v", c.name, c.grant, e)
+		}
+	}
+}
+
+// TestACLMatrixAgainstKafka44 runs the matrix against Apache Kafka 4.4 and
+// kgo-broker configured alike: every case must answer the same codes.
+func TestACLMatrixAgainstKafka44(t *testing.T) {
+	requireKafkaTools(t)
+	ref := filepath.Join(repoRoot, referenceBrokerScript)
+	if filepath.Base(brokerBin) == filepath.Base(ref) {
+		t.Skip("KGO_BROKER_BIN is the reference broker: nothing to compare Kafka with")
+	}
+	r := RunCommand(t, RunOpts{Timeout: 2 * time.Minute, Hermetic: true}, ref, "random-uuid")
+	id := strings.TrimSpace(r.Stdout)
+	if r.ExitCode != 0 || !uuidRE.MatchString(id) {
+		t.Fatalf("random-uuid:\n%s", r)
+	}
+	kafka := newACLNode(t, ref, []string{"CLUSTER_ID=" + id})
+	kgoNode := newACLNode(t, "", nil)
+	kafka.Start()
+	kgoNode.Start()
+	kgoNode.WaitReady()
+	if err := kafka.waitReady(3 * time.Minute); err != nil {
+		t.Fatalf("Apache Kafka not ready: %v", err)
+	}
+	want := runACLMatrix(t, kafka)
+	got := runACLMatrix(t, kgoNode)
+	for _, c := range aclMatrix() {
+		if got[c.name] != want[c.name] {
+			t.Errorf("%s: Kafka %v, kgo-broker %v (without, with the ACL)", c.name, want[c.name], got[c.name])
+		}
+	}
+}
