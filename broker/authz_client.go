@@ -122,8 +122,17 @@ func (b *Broker) authorizeClient(req *protocol.Request) (deny kmsg.Response, run
 		cp := *r
 		cp.Topics = nil
 		var denied []kmsg.TxnOffsetCommitRequestTopic
+		img := b.meta.Image()
 		for _, t := range r.Topics {
-			if !b.authorize(req, opRead, resTopic, t.Topic) {
+			name := t.Topic
+			if r.Version >= 6 {
+				name = ""
+				if tp := img.TopicByID(t.TopicID); tp != nil {
+					name = tp.Name
+				}
+			}
+			// An unknown topic id is the coordinator's UNKNOWN_TOPIC_ID.
+			if name != "" && !b.authorize(req, opRead, resTopic, name) {
 				denied = append(denied, t)
 				continue
 			}
@@ -244,6 +253,36 @@ func (b *Broker) authorizeClient(req *protocol.Request) (deny kmsg.Response, run
 		}
 		return nil, &cp, func(m kmsg.Response) {
 			resp := m.(*kmsg.ConsumerGroupDescribeResponse)
+			// A group whose members are assigned topics the client may
+			// not describe is not described (KafkaApis.handleConsumerGroupDescribe).
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				if g.ErrorCode != 0 {
+					continue
+				}
+				hidden := false
+				img := b.meta.Image()
+				check := func(ts []kmsg.AssignmentTopicPartition) {
+					for _, t := range ts {
+						name := t.Topic
+						if tp := img.TopicByID(t.TopicID); name == "" && tp != nil {
+							name = tp.Name
+						}
+						if !b.authorize(req, opDescribe, resTopic, name) {
+							hidden = true
+						}
+					}
+				}
+				for _, mem := range g.Members {
+					check(mem.Assignment.TopicPartitions)
+					check(mem.TargetAssignment.TopicPartitions)
+				}
+				if hidden {
+					g.ErrorCode = codeTopicAuth
+					g.ErrorMessage = strPtr("The group has described topic(s) that the client is not authorized to describe.")
+					g.Members = nil
+				}
+			}
 			for _, g := range denied {
 				rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 				rg.Group, rg.ErrorCode = g, codeGroupAuth
