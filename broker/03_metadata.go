@@ -46,6 +46,28 @@ import (
 func init() { regKey(3, 0, 13, onBroker, handleMetadata) }
 
 func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	resp, err := metadataAnswer(ctx, b, req)
+	if err != nil || resp.Msg == nil {
+		return resp, err
+	}
+	// KIP-430 authorized operations, asked for (v8+): the topics described
+	// (not those refused) and, v8-10, the cluster.
+	r := req.Msg.(*kmsg.MetadataRequest)
+	m := resp.Msg.(*kmsg.MetadataResponse)
+	if r.Version >= 8 && r.IncludeTopicAuthorizedOperations {
+		for i := range m.Topics {
+			if t := &m.Topics[i]; t.Topic != nil && t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				t.AuthorizedOperations = b.authorizedOperations(req, resTopic, *t.Topic)
+			}
+		}
+	}
+	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		m.AuthorizedOperations = b.clusterAuthorizedOperations(req)
+	}
+	return resp, nil
+}
+
+func metadataAnswer(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.meta.Image()

@@ -12,7 +12,8 @@ package broker
 //     topic/partition and NextCursor says where the next page starts.
 //   - Authorization (DescribeTopicPartitionsRequestHandler): topics without
 //     DESCRIBE are left out of an all-topics answer and answer
-//     TOPIC_AUTHORIZATION_FAILED when asked for.
+//     TOPIC_AUTHORIZATION_FAILED when asked for; every other topic carries
+//     its authorized operations (KIP-430).
 //   - Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, invalid names
 //     INVALID_TOPIC_EXCEPTION.
 
@@ -75,6 +76,7 @@ func handleDescribeTopicPartitions(ctx context.Context, b *Broker, req *protocol
 			continue
 		}
 		t := img.TopicByName(name)
+		rt.AuthorizedOperations = b.authorizedOperations(req, resTopic, name)
 		if t == nil {
 			if validateTopicName(name) != nil {
 				rt.ErrorCode = kerr.InvalidTopicException.Code

@@ -206,3 +206,36 @@ func clusterAuthFailed(req *protocol.Request) kmsg.Response {
 	}
 	return resp
 }
+
+// supportedOperations are the operations of each resource type
+// (AclEntry.supportedOperations): what authorized-operations fields
+// (KIP-430) report on.
+var supportedOperations = map[authorizer.ResourceType][]authorizer.Operation{
+	resTopic:   {opRead, opWrite, opCreate, opDescribe, opDelete, opAlter, opDescribeConfigs, opAlterConfigs},
+	resGroup:   {opRead, opDescribe, opDelete, opDescribeConfigs, opAlterConfigs},
+	resCluster: {opCreate, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite, opAlter, opDescribe},
+	resTxnID:   {opDescribe, opWrite, authorizer.OpTwoPhaseCommit},
+}
+
+// authorizedOperations is AuthHelper.authorizedOperations: the bit set
+// (1<<code) of the resource's supported operations the request may
+// perform; all of them without an authorizer.
+func (b *Broker) authorizedOperations(req *protocol.Request, rt authorizer.ResourceType, name string) int32 {
+	var set int32
+	for _, op := range supportedOperations[rt] {
+		if b.authorize(req, op, rt, name) {
+			set |= 1 << op
+		}
+	}
+	return set
+}
+
+// clusterAuthorizedOperations is the cluster's authorized operations as
+// Metadata and DescribeCluster report them: 0 without DESCRIBE on the
+// cluster.
+func (b *Broker) clusterAuthorizedOperations(req *protocol.Request) int32 {
+	if !b.authorizeCluster(req, opDescribe) {
+		return 0
+	}
+	return b.authorizedOperations(req, resCluster, authorizer.ClusterName)
+}

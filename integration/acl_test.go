@@ -659,4 +659,71 @@ func TestACLMatrixAgainstKafka44(t *testing.T) {
 			t.Errorf("%s: Kafka %v, kgo-broker %v (without, with the ACL)", c.name, want[c.name], got[c.name])
 		}
 	}
+	wantOps, gotOps := authorizedOps(t, kafka), authorizedOps(t, kgoNode)
+	for k, w := range wantOps {
+		if gotOps[k] != w {
+			t.Errorf("authorized operations of %s: Kafka %#x, kgo-broker %#x", k, w, gotOps[k])
+		}
+	}
+}
+
+// authorizedOps asks, as a principal with a few ACLs (after the matrix ran:
+// the topic mt and the group mg exist), the KIP-430 authorized operations
+// of a topic, the cluster and a group.
+func authorizedOps(t *testing.T, n *aclNode) map[string]int32 {
+	t.Helper()
+	ctx := context.Background()
+	admin := n.client(t, "admin")
+	cr := kmsg.NewPtrCreateACLsRequest()
+	for _, g := range [][4]string{{"TOPIC", "mt", "READ"}, {"TOPIC", "m", "ALTER_CONFIGS"}, {"CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE"}, {"GROUP", "mg", "DELETE"}} {
+		ac := kmsg.NewCreateACLsRequestCreation()
+		pattern := kmsg.ACLResourcePatternTypeLiteral
+		if g[1] == "m" {
+			pattern = kmsg.ACLResourcePatternTypePrefixed
+		}
+		ac.ResourceType, ac.ResourceName, ac.ResourcePatternType = kmsg.ACLResourceType(aclEnums[g[0]]), g[1], pattern
+		ac.Principal, ac.Host, ac.Operation, ac.PermissionType = "User:u47", "*", kmsg.ACLOperation(aclEnums[g[2]]), kmsg.ACLPermissionTypeAllow
+		cr.Creations = append(cr.Creations, ac)
+	}
+	if _, err := cr.RequestWith(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	// The ACLs reach the broker through the metadata log.
+	cl := n.client(t, "u47", kgo.RequestRetries(0))
+	out := map[string]int32{}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		md := kmsg.NewPtrMetadataRequest()
+		md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("mt")}}
+		md.IncludeTopicAuthorizedOperations = true
+		mresp, err := md.RequestWith(ctx, cl)
+		if err == nil && len(mresp.Topics) == 1 && mresp.Topics[0].ErrorCode == 0 {
+			out["topic mt (Metadata)"] = mresp.Topics[0].AuthorizedOperations
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Metadata as u47: %v %+v", err, mresp)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	if resp, err := dc.RequestWith(ctx, cl); err == nil {
+		out["cluster (DescribeCluster)"] = resp.ClusterAuthorizedOperations
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"mg"}, true
+	if resp, err := cl.SeedBrokers()[0].Request(ctx, dg); err == nil {
+		g := resp.(*kmsg.DescribeGroupsResponse).Groups[0]
+		out["group mg (DescribeGroups)"] = g.AuthorizedOperations
+		out["group mg (DescribeGroups) error"] = int32(g.ErrorCode)
+	}
+	dt := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dt.Topics, dt.ResponsePartitionLimit = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "mt"}, {Topic: "nope"}}, 10
+	if resp, err := dt.RequestWith(ctx, cl); err == nil {
+		for _, tp := range resp.Topics {
+			out["topic "+*tp.Topic+" (DescribeTopicPartitions)"] = tp.AuthorizedOperations
+		}
+	}
+	return out
 }
