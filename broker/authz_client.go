@@ -37,6 +37,10 @@ package broker
 //	DeleteRecords        DELETE topic
 //	OffsetForLeaderEpoch follower: CLUSTER_ACTION; consumer: DESCRIBE topic
 //	DescribeLogDirs      DESCRIBE cluster
+//	ElectLeaders, AlterPartitionReassignments, AlterReplicaLogDirs   ALTER cluster
+//	AlterClientQuotas    ALTER_CONFIGS cluster (these four are answered on the
+//	                     broker, with the capability off; Kafka's controller asks
+//	                     the same for the forwarded ones)
 //	DescribeUserScramCredentials, DescribeClientQuotas   DESCRIBE / DESCRIBE_CONFIGS cluster
 
 import (
@@ -546,6 +550,70 @@ func (b *Broker) authorizeClient(req *protocol.Request) (deny kmsg.Response, run
 		return nil, &cp, func(m kmsg.Response) {
 			resp := m.(*kmsg.OffsetForLeaderEpochResponse)
 			resp.Topics = append(resp.Topics, denied...)
+		}
+	case *kmsg.ElectLeadersRequest:
+		if !b.authorizeCluster(req, opAlter) {
+			resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+			resp.ErrorCode = codeClusterAuth
+			for _, t := range r.Topics {
+				rt := kmsg.NewElectLeadersResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewElectLeadersResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, codeClusterAuth
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil, nil
+		}
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		if !b.authorizeCluster(req, opAlter) {
+			resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+			resp.ErrorCode, resp.ErrorMessage = codeClusterAuth, clusterDenied(req)
+			for _, t := range r.Topics {
+				rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, codeClusterAuth
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil, nil
+		}
+	case *kmsg.AlterReplicaLogDirsRequest:
+		if !b.authorizeCluster(req, opAlter) {
+			resp := r.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
+			for _, d := range r.Dirs {
+				for _, t := range d.Topics {
+					rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+					rt.Topic = t.Topic
+					for _, p := range t.Partitions {
+						rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+						rp.Partition, rp.ErrorCode = p, codeClusterAuth
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					resp.Topics = append(resp.Topics, rt)
+				}
+			}
+			return resp, nil, nil
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		if !b.authorizeCluster(req, opAlterConfigs) {
+			resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+			for _, e := range r.Entries {
+				re := kmsg.NewAlterClientQuotasResponseEntry()
+				re.ErrorCode, re.ErrorMessage = codeClusterAuth, clusterDenied(req)
+				for _, en := range e.Entity {
+					ren := kmsg.NewAlterClientQuotasResponseEntryEntity()
+					ren.Type, ren.Name = en.Type, en.Name
+					re.Entity = append(re.Entity, ren)
+				}
+				resp.Entries = append(resp.Entries, re)
+			}
+			return resp, nil, nil
 		}
 	case *kmsg.DescribeLogDirsRequest:
 		if !b.authorizeCluster(req, opDescribe) {

@@ -30,7 +30,7 @@ import (
 // aclUsers are the PLAIN users of the ACL tests: admin is a super user, each
 // matrix case has its own principal so that ACLs of one case never help
 // another.
-const aclUsers = 48
+const aclUsers = 64
 
 func aclJaas() string {
 	var b strings.Builder
@@ -221,6 +221,19 @@ func TestACLToolsAndClients(t *testing.T) {
 	if err := produce("u1", "acl-t", kgo.DisableIdempotentWrite()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("u1 produce after --remove: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
+	// The ACLs are in the metadata log: after kill -9 and a restart (raft
+	// replays the log or its snapshot into the image and the controller)
+	// they still apply, and re-creating one is a duplicate.
+	n.KillAndRestart()
+	n.WaitReady()
+	admin = n.client(t, "admin")
+	n.awaitACLCount(t, admin, 2)
+	if err := consume("u1", "acl-g"); err != nil {
+		t.Fatalf("u1 consume after restart: %v", err)
+	}
+	acls("--add", "--allow-principal", "User:u1", "--operation", "Read", "--topic", "acl-t")
+	n.awaitACLCount(t, admin, 2)
+
 	// A non-super user may not change ACLs.
 	u1 := n.client(t, "u1")
 	cr := kmsg.NewPtrCreateACLsRequest()
@@ -511,6 +524,39 @@ func aclMatrix() []aclCase {
 			c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeGroup, "zz", kmsg.ACLResourcePatternTypeLiteral
 			c.Principal, c.Host, c.Operation, c.PermissionType = "User:nobody", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
 			r.Creations = append(r.Creations, c)
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "ALTER"}}},
+		{"ElectLeaders", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrElectLeadersRequest()
+			r.TimeoutMillis = 10000
+			r.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "mt", Partitions: []int32{0}}}
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "ALTER"}}},
+		{"AlterPartitionReassignments", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			r.TimeoutMillis = 10000
+			r.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "mt", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0}}}}
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "ALTER"}}},
+		{"ListPartitionReassignments (forwarded)", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrListPartitionReassignmentsRequest()
+			r.TimeoutMillis = 10000
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "DESCRIBE"}}},
+		{"DescribeQuorum (forwarded)", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrDescribeQuorumRequest()
+			r.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "DESCRIBE"}}},
+		{"AlterUserScramCredentials (forwarded)", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "nobody", Mechanism: 1}}
+			return r
+		}, [][3]string{{"CLUSTER", "kafka-cluster", "ALTER"}}},
+		{"UpdateFeatures (forwarded)", func([16]byte) kmsg.Request {
+			r := kmsg.NewPtrUpdateFeaturesRequest()
+			r.TimeoutMillis, r.ValidateOnly = 10000, true
+			r.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1}}
 			return r
 		}, [][3]string{{"CLUSTER", "kafka-cluster", "ALTER"}}},
 		{"DescribeUserScramCredentials", func([16]byte) kmsg.Request {
