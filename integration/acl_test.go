@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // aclUsers are the PLAIN users of the ACL tests: admin is a super user, each
@@ -772,4 +773,92 @@ func authorizedOps(t *testing.T, n *aclNode) map[string]int32 {
 		}
 	}
 	return out
+}
+
+// TestACLCluster: three nodes with StandardAuthorizer whose inter-broker
+// listener is SASL_PLAINTEXT with SCRAM for the super user broker: the
+// followers' fetches (CLUSTER_ACTION) and the replication of an acks=all
+// produce go through, a client needs its WRITE, and a client posing as a
+// follower is refused.
+func TestACLCluster(t *testing.T) {
+	ov := map[string]string{
+		"listener.security.protocol.map":                        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+		"listener.name.internal.sasl.enabled.mechanisms":        "SCRAM-SHA-512",
+		"listener.name.internal.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+		"sasl.mechanism.inter.broker.protocol":                  "SCRAM-SHA-512",
+		"authorizer.class.name":                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":                                           "User:broker;User:ANONYMOUS",
+		"default.replication.factor":                            "3",
+		"min.insync.replicas":                                   "2",
+		"offsets.topic.replication.factor":                      "3",
+		"transaction.state.log.replication.factor":              "3",
+		"transaction.state.log.min.isr":                         "2",
+	}
+	c := StartCluster(t, ClusterOptions{
+		Combined: 3, Overrides: ov, InterBrokerListener: "INTERNAL",
+		FormatArgs: []string{"--add-scram", "SCRAM-SHA-512=[name=broker,password=broker-secret]",
+			"--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]"},
+	})
+	var inter []string
+	for _, n := range c.Brokers() {
+		inter = append(inter, n.InterAddr)
+	}
+	alice := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
+	adm := c.Node(1).Admin() // PLAINTEXT: User:ANONYMOUS, a super user
+	ctx := ctxT(t, 60*time.Second)
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "acl-cluster"); err != nil {
+		t.Fatal(err)
+	}
+	produce := func() error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(inter...), alice, kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.DisableIdempotentWrite(), kgo.RequestRetries(2))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		for i := 0; i < 9; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "acl-cluster", Value: []byte("v")}).FirstErr(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := produce(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice without WRITE: %v", err)
+	}
+	acl := kadm.NewACLs().Allow("User:alice").Topics("acl-cluster").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
+	if _, err := adm.CreateACLs(ctx, acl); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "alice's WRITE on every broker", func() error { return produce() })
+	for _, n := range c.Brokers() {
+		if got := sumOffsets(endOffsets(t, n.Broker, "acl-cluster")); got < 9 {
+			t.Fatalf("node %d: %d records", n.ID, got)
+		}
+	}
+	// alice posing as follower 2: CLUSTER_ACTION is required.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(inter[0]), alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	f := kmsg.NewPtrFetchRequest()
+	f.ReplicaID, f.ReplicaState.ID, f.ReplicaState.Epoch, f.MaxWaitMillis, f.MaxBytes, f.SessionEpoch = 2, 2, 1, 10, 1<<20, -1
+	md, err := adm.Metadata(ctx, "acl-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "acl-cluster", md.Topics["acl-cluster"].ID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	f.Topics = append(f.Topics, ft)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := firstErrorCode(resp); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice's follower fetch: error %d, want TOPIC_AUTHORIZATION_FAILED", code)
+	}
 }
