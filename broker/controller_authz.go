@@ -264,6 +264,11 @@ func runAuthorizedControllerAPI(ctx context.Context, b *Broker, req *protocol.Re
 		inner = &cp
 	}
 	out, err := b.controllerHandler(ctx, inner)
+	if dc, ok := req.Msg.(*kmsg.DescribeClusterRequest); ok && err == nil && dc.IncludeClusterAuthorizedOperations {
+		if resp, ok := out.Msg.(*kmsg.DescribeClusterResponse); ok && resp.ErrorCode == 0 {
+			resp.ClusterAuthorizedOperations = b.clusterAuthorizedOperations(req)
+		}
+	}
 	if err != nil || complete == nil || out.Msg == nil {
 		return out, err
 	}
