@@ -3,7 +3,9 @@ package controller
 // CreateAcls (30) and DeleteAcls (31), as Kafka's AclControlManager: each
 // new ACL is validated (validateNewAcl: a concrete resource type, LITERAL or
 // PREFIXED, a concrete operation, ALLOW or DENY, a non-empty name; else
-// INVALID_REQUEST "Invalid resourceType TOPIC"...), gets a fresh random id
+// INVALID_REQUEST "Invalid resourceType TOPIC"...; a principal Type:Name; a
+// host "*", a name or an address, or from metadata.version 4.4-IV1 a CIDR
+// block, KIP-1276), gets a fresh random id
 // and is written as an AccessControlEntryRecord; an ACL that already exists
 // (or is created twice in one request) succeeds without a record. A delete
 // filter with an unknown half answers INVALID_REQUEST ("Unknown
@@ -17,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,8 +38,9 @@ var (
 	permissionNames = map[authorizer.Permission]string{0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
 )
 
-// validateNewACL is AclControlManager.validateNewAcl.
-func validateNewACL(a authorizer.ACL) *apiError {
+// validateNewACL is AclControlManager.validateNewAcl. cidr is whether
+// metadata.version allows CIDR hosts (4.4-IV1, KIP-1276).
+func validateNewACL(a authorizer.ACL, cidr bool) *apiError {
 	switch a.ResourceType {
 	case authorizer.ResourceUnknown, authorizer.ResourceAny:
 		return newAPIError(kerr.InvalidRequest, "Invalid resourceType %s", resourceTypeNames[a.ResourceType])
@@ -57,6 +61,26 @@ func validateNewACL(a authorizer.ACL) *apiError {
 	}
 	if a.ResourceName == "" {
 		return newAPIError(kerr.InvalidRequest, "Resource name should not be empty")
+	}
+	if !strings.Contains(a.Principal, ":") {
+		return newAPIError(kerr.InvalidRequest, "Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", a.Principal)
+	}
+	return validateHostPattern(a.Host, cidr)
+}
+
+// validateHostPattern is AclControlManager.validateHostPattern: a host is
+// "*", a name or address, or (from metadata.version 4.4-IV1) a CIDR block.
+func validateHostPattern(host string, cidr bool) *apiError {
+	switch {
+	case host == "":
+		return newAPIError(kerr.InvalidRequest, "Host pattern cannot be null or empty")
+	case host == authorizer.Wildcard || !strings.Contains(host, "/"):
+		return nil
+	case !cidr:
+		return newAPIError(kerr.UnsupportedVersion, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.")
+	}
+	if _, ok := authorizer.ParseCIDR(host); !ok {
+		return newAPIError(kerr.InvalidRequest, "Invalid CIDR notation '%s': Could not parse [%s]", host, host)
 	}
 	return nil
 }
@@ -80,7 +104,9 @@ func (c *Controller) createACLs(ctx context.Context, req *kmsg.CreateACLsRequest
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	existing := map[authorizer.ACL]bool{}
 	ids := map[[16]byte]bool{}
+	var cidr bool
 	c.view(func(s *state) {
+		cidr = s.metadataVersion() >= metadatacache.MV4_4_IV1
 		for id, a := range s.acls {
 			existing[a] = true
 			ids[id] = true
@@ -90,7 +116,7 @@ func (c *Controller) createACLs(ctx context.Context, req *kmsg.CreateACLsRequest
 	for _, cr := range req.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
 		a := CreationACL(cr)
-		if e := validateNewACL(a); e != nil {
+		if e := validateNewACL(a, cidr); e != nil {
 			res.ErrorCode, res.ErrorMessage = e.code(), e.message()
 			resp.Results = append(resp.Results, res)
 			continue

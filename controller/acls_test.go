@@ -118,3 +118,41 @@ func TestACLsFromSnapshot(t *testing.T) {
 		t.Fatalf("delete after restart: %+v", r.Results)
 	}
 }
+
+// TestCreateACLHostsAndPrincipals: Kafka 4.4's principal and host checks
+// (KIP-1276 CIDR blocks from metadata.version 4.4-IV1).
+func TestCreateACLHostsAndPrincipals(t *testing.T) {
+	e := newTestEnv(t, nil)
+	mk := func(principal, host string) kmsg.CreateACLsRequestCreation {
+		c := aclCreation(2, 3, 3, 3, "t", principal)
+		c.Host = host
+		return c
+	}
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Creations = []kmsg.CreateACLsRequestCreation{
+		mk("User:a", "10.0.0.0/8"), mk("User:a", "2001:db8::/32"), mk("User:a", "host.example"),
+		mk("nocolon", "*"), mk("User:a", ""), mk("User:a", "10.0.0.0/33"), mk("User:a", "10.0.0.0/"),
+	}
+	resp := e.do(req).(*kmsg.CreateACLsResponse)
+	want := []struct {
+		code int16
+		msg  string
+	}{{0, ""}, {0, ""}, {0, ""},
+		{kerr.InvalidRequest.Code, "Could not parse principal from `nocolon` (no colon is present separating the principal type from the principal name)"},
+		{kerr.InvalidRequest.Code, "Host pattern cannot be null or empty"},
+		{kerr.InvalidRequest.Code, "Invalid CIDR notation '10.0.0.0/33': Could not parse [10.0.0.0/33]"},
+		{kerr.InvalidRequest.Code, "Invalid CIDR notation '10.0.0.0/': Could not parse [10.0.0.0/]"}}
+	for i, w := range want {
+		r := resp.Results[i]
+		msg := ""
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		if r.ErrorCode != w.code || msg != w.msg {
+			t.Errorf("creation %d: %d %q, want %d %q", i, r.ErrorCode, msg, w.code, w.msg)
+		}
+	}
+	if e := validateHostPattern("10.0.0.0/8", false); e == nil || e.code() != kerr.UnsupportedVersion.Code {
+		t.Errorf("a CIDR host before 4.4-IV1: %v", e)
+	}
+}

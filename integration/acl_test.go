@@ -706,6 +706,12 @@ func TestACLMatrixAgainstKafka44(t *testing.T) {
 			t.Errorf("%s: Kafka %v, kgo-broker %v (without, with the ACL)", c.name, want[c.name], got[c.name])
 		}
 	}
+	wantHosts, gotHosts := aclHosts(t, kafka), aclHosts(t, kgoNode)
+	for k, w := range wantHosts {
+		if gotHosts[k] != w {
+			t.Errorf("%s: Kafka %d, kgo-broker %d", k, w, gotHosts[k])
+		}
+	}
 	wantOps, gotOps := authorizedOps(t, kafka), authorizedOps(t, kgoNode)
 	for k, w := range wantOps {
 		if gotOps[k] != w {
@@ -861,4 +867,55 @@ func TestACLCluster(t *testing.T) {
 	if code := firstErrorCode(resp); code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("alice's follower fetch: error %d, want TOPIC_AUTHORIZATION_FAILED", code)
 	}
+}
+
+// aclHosts creates ACLs with odd principals and hosts (CIDR blocks,
+// KIP-1276) as the super user, and asks Metadata as u60 (granted from
+// 127.0.0.0/8, where the test connects from) and u61 (granted from
+// 10.0.0.0/8 only).
+func aclHosts(t *testing.T, n *aclNode) map[string]int16 {
+	t.Helper()
+	ctx := context.Background()
+	admin := n.client(t, "admin")
+	out := map[string]int16{}
+	for _, c := range []struct{ principal, host string }{
+		{"User:u60", "127.0.0.0/8"}, {"User:u61", "10.0.0.0/8"}, {"User:u61", "2001:db8::/32"}, {"User:u61", "host.example"},
+		{"nocolon", "*"}, {"User:u61", ""}, {"User:u61", "10.0.0.0/33"}, {"User:u61", "10.0.0.0/"}, {"User:u61", "::1/129"},
+	} {
+		cr := kmsg.NewPtrCreateACLsRequest()
+		ac := kmsg.NewCreateACLsRequestCreation()
+		ac.ResourceType, ac.ResourceName, ac.ResourcePatternType = kmsg.ACLResourceTypeTopic, "mt", kmsg.ACLResourcePatternTypeLiteral
+		ac.Principal, ac.Host, ac.Operation, ac.PermissionType = c.principal, c.host, kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow
+		cr.Creations = append(cr.Creations, ac)
+		resp, err := cr.RequestWith(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprintf("CreateAcls %s from %q", c.principal, c.host)] = resp.Results[0].ErrorCode
+	}
+	for _, u := range []string{"u60", "u61"} {
+		cl := n.client(t, u, kgo.RequestRetries(0))
+		want := int16(0)
+		if u == "u61" {
+			want = kerr.TopicAuthorizationFailed.Code
+		}
+		var code int16
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			md := kmsg.NewPtrMetadataRequest()
+			md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("mt")}}
+			resp, err := cl.SeedBrokers()[0].Request(ctx, md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code = firstErrorCode(resp)
+			// The ACLs reach the broker through the metadata log.
+			if code == want || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		out["Metadata as "+u] = code
+	}
+	return out
 }

@@ -160,6 +160,25 @@ func TestAuthorize(t *testing.T) {
 			},
 		},
 		{
+			name: "CIDR hosts (KIP-1276), network and broadcast addresses included",
+			acls: []ACL{
+				allow(ResourceTopic, "v4", PatternLiteral, "User:alice", "10.0.0.0/24", OpRead),
+				allow(ResourceTopic, "v6", PatternLiteral, "User:alice", "2001:db8::/32", OpRead),
+				deny(ResourceTopic, "v4", PatternLiteral, "User:alice", "10.0.0.128/25", OpRead),
+				allow(ResourceTopic, "bad", PatternLiteral, "User:alice", "10.0.0.0/33", OpRead),
+			},
+			checks: []check{
+				{alice, netip.MustParseAddr("10.0.0.0"), OpRead, ResourceTopic, "v4", true},
+				{alice, netip.MustParseAddr("10.0.0.2"), OpRead, ResourceTopic, "v4", true},
+				{alice, netip.MustParseAddr("10.0.0.255"), OpRead, ResourceTopic, "v4", false}, // the DENY /25
+				{alice, netip.MustParseAddr("10.0.1.1"), OpRead, ResourceTopic, "v4", false},
+				{alice, netip.MustParseAddr("::ffff:10.0.0.3"), OpRead, ResourceTopic, "v4", true},
+				{alice, netip.MustParseAddr("2001:db8:1::5"), OpRead, ResourceTopic, "v6", true},
+				{alice, netip.MustParseAddr("2001:db9::5"), OpRead, ResourceTopic, "v6", false},
+				{alice, netip.MustParseAddr("10.0.0.1"), OpRead, ResourceTopic, "bad", false},
+			},
+		},
+		{
 			name: "User:* matches every principal type",
 			acls: []ACL{allow(ResourceGroup, "g", PatternLiteral, "User:*", "*", OpRead)},
 			checks: []check{

@@ -17,7 +17,8 @@
 //     name, the PREFIXED ones whose name is a prefix of it, and the LITERAL
 //     "*" wildcard ones, of its resource type;
 //   - an ACL matches the request when its principal is the requester's or
-//     "User:*", its host is "*" or the client's address, and its operation
+//     "User:*", its host is "*", the client's address or a CIDR block
+//     holding it (KIP-1276), and its operation
 //     is the requested one, ALL, or (ALLOW ACLs only) one that implies it:
 //     READ, WRITE, DELETE and ALTER imply DESCRIBE; ALTER_CONFIGS implies
 //     DESCRIBE_CONFIGS;

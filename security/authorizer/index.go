@@ -15,7 +15,8 @@ type entry struct {
 	principal Principal
 	anyone    bool // principal User:*
 	anyHost   bool
-	host      netip.Addr // valid when the host is an IP address
+	host      netip.Addr   // valid when the host is an IP address
+	cidr      netip.Prefix // valid when the host is a CIDR block (KIP-1276)
 	op        Operation
 	perm      Permission
 }
@@ -24,12 +25,26 @@ func (e *entry) matchesPrincipal(p Principal) bool {
 	return e.anyone || e.principal == p
 }
 
-// matchesHost: "*" or the client's address. Kafka compares the ACL's host
-// string with the client's InetAddress.getHostAddress(); comparing parsed
+// matchesHost: "*", the client's address, or a CIDR block holding it
+// (KIP-1276, CidrUtils.isInRange). Kafka compares the ACL's host string
+// with the client's InetAddress.getHostAddress(); comparing parsed
 // addresses is the same for the forms Java prints and accepts also the
 // compressed IPv6 forms. A host that is not an address matches nothing.
 func (e *entry) matchesHost(h netip.Addr) bool {
-	return e.anyHost || (e.host.IsValid() && e.host == h)
+	return e.anyHost || (e.host.IsValid() && e.host == h) || (e.cidr.IsValid() && h.IsValid() && e.cidr.Contains(h))
+}
+
+// ParseCIDR parses a CIDR host (CidrUtils: an IPv4 or IPv6 block; the
+// network and broadcast addresses are in it).
+func ParseCIDR(host string) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(host)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, false
+	}
+	return p.Masked(), true
 }
 
 // result is StandardAuthorizerData.findResult: whether e allows (1), denies
@@ -95,6 +110,8 @@ func NewIndex(acls []ACL) *Index {
 		if !e.anyHost {
 			if h, err := netip.ParseAddr(a.Host); err == nil {
 				e.host = h.Unmap()
+			} else if p, ok := ParseCIDR(a.Host); ok && strings.Contains(a.Host, "/") {
+				e.cidr = p
 			}
 		}
 		ti := idx.types[a.ResourceType]
