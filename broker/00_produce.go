@@ -13,6 +13,12 @@ package broker
 //     MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP with
 //     per-record errors, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
 //     UNKNOWN_PRODUCER_ID; a duplicate batch answers its original offset).
+//   - Authorization (authz.go): WRITE on the transactional id when the
+//     request has transactional records (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+//     on every partition), WRITE on each topic (TOPIC_AUTHORIZATION_FAILED,
+//     whether the topic exists or not). Kafka 4 no longer asks
+//     IDEMPOTENT_WRITE for idempotent batches (KIP-679: WRITE on the topic
+//     implies it).
 //   - acks=all waits for the high watermark up to timeout_ms
 //     (REQUEST_TIMED_OUT).
 //   - acks=0: no response; any partition error closes the connection, as
@@ -57,6 +63,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/replication"
 )
 
 func init() { regKey(0, 0, 13, onBroker, handleProduce) }
@@ -66,7 +73,16 @@ func handleProduce(ctx context.Context, b *Broker, req *protocol.Request) (proto
 	if r.Version < 3 {
 		return protocol.Response{}, fmt.Errorf("produce v%d (message sets) is not supported", r.Version)
 	}
-	resp := b.replicas.Produce(ctx, r, req.ClientID)
+	var auth *replication.ProduceAuth
+	if b.authorizing(req) {
+		// KafkaApis.handleProduceRequest: WRITE on the transactional id
+		// (for transactional records), WRITE on each topic.
+		auth = &replication.ProduceAuth{
+			TransactionalID: r.TransactionID != nil && b.authorize(req, opWrite, resTxnID, *r.TransactionID),
+			Topic:           func(name string) bool { return b.authorize(req, opWrite, resTopic, name) },
+		}
+	}
+	resp := b.replicas.ProduceAuthorized(ctx, r, req.ClientID, auth)
 	// KIP-13: the request's size against producer_byte_rate (quotas.go);
 	// the request quota is not enforced for acks=0.
 	var throttle int

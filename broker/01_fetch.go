@@ -19,6 +19,10 @@ package broker
 //     CurrentLeader and NodeEndpoints on v16+), FENCED_LEADER_EPOCH,
 //     UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
 //     (v13+), diverging epoch (KIP-320, v12+).
+//   - Authorization (authz.go): a follower needs CLUSTER_ACTION (every
+//     partition answers TOPIC_AUTHORIZATION_FAILED without it), a consumer
+//     READ on each topic (TOPIC_AUTHORIZATION_FAILED before
+//     UNKNOWN_TOPIC_OR_PARTITION; an unknown topic id stays UNKNOWN_TOPIC_ID).
 //   - Record bytes go from the segment files to the socket without being
 //     decoded (replication.FetchResult.Body, sendfile where possible).
 //   - Quotas (quotas.go): a consumer's response size counts against its
@@ -45,6 +49,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/replication"
 )
 
 func init() { regKey(1, 4, 18, onBroker, handleFetch) }
@@ -64,7 +69,15 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 			r.MinBytes = min(r.MinBytes, r.MaxBytes)
 		}
 	}
-	res := b.replicas.Fetch(ctx, r)
+	var auth *replication.FetchAuth
+	if b.authorizing(req) {
+		if !consumer {
+			auth = &replication.FetchAuth{ClusterAction: b.authorizeCluster(req, opClusterAction)}
+		} else {
+			auth = &replication.FetchAuth{Topic: func(name string) bool { return b.authorize(req, opRead, resTopic, name) }}
+		}
+	}
+	res := b.replicas.FetchAuthorized(ctx, r, auth)
 	if r.Version >= 16 {
 		var leaders []int32
 		for _, t := range res.Resp.Topics {

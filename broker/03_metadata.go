@@ -13,6 +13,12 @@ package broker
 //     auto.create.topics.enable and AllowAutoTopicCreation (v4+) allow it, and
 //     are answered LEADER_NOT_AVAILABLE while the creation is in flight, as
 //     Kafka's AutoTopicCreationManager does; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+//   - Authorization (KafkaApis.handleTopicMetadataRequest): only topics with
+//     DESCRIBE are listed for all topics; a requested topic without it
+//     answers TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id:
+//     with the id, without the name); auto-creating a topic needs CREATE
+//     on CLUSTER or on the topic (TOPIC_AUTHORIZATION_FAILED). Kafka lists
+//     the refused topics after the others; kgo-broker keeps request order.
 //   - Invalid names get INVALID_TOPIC_EXCEPTION; unknown topic ids (v12+)
 //     UNKNOWN_TOPIC_ID.
 //   - Partitions whose leader is -1 or not alive get LEADER_NOT_AVAILABLE;
@@ -40,6 +46,28 @@ import (
 func init() { regKey(3, 0, 13, onBroker, handleMetadata) }
 
 func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	resp, err := metadataAnswer(ctx, b, req)
+	if err != nil || resp.Msg == nil {
+		return resp, err
+	}
+	// KIP-430 authorized operations, asked for (v8+): the topics described
+	// (not those refused) and, v8-10, the cluster.
+	r := req.Msg.(*kmsg.MetadataRequest)
+	m := resp.Msg.(*kmsg.MetadataResponse)
+	if r.Version >= 8 && r.IncludeTopicAuthorizedOperations {
+		for i := range m.Topics {
+			if t := &m.Topics[i]; t.Topic != nil && t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				t.AuthorizedOperations = b.authorizedOperations(req, resTopic, *t.Topic)
+			}
+		}
+	}
+	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		m.AuthorizedOperations = b.clusterAuthorizedOperations(req)
+	}
+	return resp, nil
+}
+
+func metadataAnswer(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.meta.Image()
@@ -52,6 +80,9 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 	allTopics := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if allTopics {
 		for _, name := range img.TopicNames() {
+			if !b.authorize(req, opDescribe, resTopic, name) {
+				continue // not disclosed
+			}
 			resp.Topics = append(resp.Topics, b.metadataTopic(img, img.TopicByName(name), req.Listener))
 		}
 		return protocol.Response{Msg: resp}, nil
@@ -70,10 +101,24 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
+			if !b.authorize(req, opDescribe, resTopic, t.Name) {
+				// Topic ids are not sensitive: the id is named.
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID, mt.ErrorCode = t.ID, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			resp.Topics = append(resp.Topics, b.metadataTopic(img, t, req.Listener))
 			continue
 		}
 		name := *rt.Topic
+		if !b.authorize(req, opDescribe, resTopic, name) {
+			// Whether it exists is not disclosed.
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = strPtr(name), kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if t := img.TopicByName(name); t != nil {
 			resp.Topics = append(resp.Topics, b.metadataTopic(img, t, req.Listener))
 			continue
@@ -84,6 +129,8 @@ func handleMetadata(ctx context.Context, b *Broker, req *protocol.Request) (prot
 		switch {
 		case validateTopicName(name) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
+		case allowAuto && !b.authorize(req, opCreate, resCluster, "kafka-cluster") && !b.authorize(req, opCreate, resTopic, name):
+			mt.ErrorCode, mt.IsInternal = kerr.TopicAuthorizationFailed.Code, isInternalTopic(name)
 		case allowAuto && !isInternalTopic(name):
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			toCreate = append(toCreate, name)

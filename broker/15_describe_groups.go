@@ -37,5 +37,13 @@ func handleDescribeGroups(ctx context.Context, b *Broker, req *protocol.Request)
 		}
 		return protocol.Response{Msg: resp}, nil
 	}
-	return protocol.Response{Msg: b.groups.DescribeGroups(r)}, nil
+	resp := b.groups.DescribeGroups(r)
+	if r.IncludeAuthorizedOperations {
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode == 0 {
+				g.AuthorizedOperations = b.authorizedOperations(req, resGroup, g.Group)
+			}
+		}
+	}
+	return protocol.Response{Msg: resp}, nil
 }

@@ -31,13 +31,13 @@ package broker
 // carrying UNKNOWN_SERVER_ERROR, as Kafka's handleError does for the
 // forwarded request.
 //
-// Authorization: Kafka requires CLUSTER_ACTION on CLUSTER for the envelope's
-// own principal (a broker) and then authorizes the embedded request with the
-// forwarded principal. kgo-broker has no authorizer yet, so every principal
-// is allowed (as Kafka without authorizer.class.name); the forwarded
-// principal (the client's authenticated one, as the forwarding broker
-// serialized it) is the embedded request's Principal, and it and the client
-// address are in its context too (forwardedFrom).
+// Authorization (with authorizer.class.name set): CLUSTER_ACTION on CLUSTER
+// for the envelope's own principal (the forwarding broker), else
+// CLUSTER_AUTHORIZATION_FAILED in the Envelope; the embedded request is then
+// authorized as the client: the forwarded principal (the client's
+// authenticated one, as the forwarding broker serialized it) is the
+// embedded request's Principal and the client address its RemoteAddr
+// (controller_authz.go); both are in its context too (forwardedFrom).
 
 import (
 	"context"
@@ -86,8 +86,7 @@ var forwardableKeys = map[int16]bool{
 }
 
 // Forwarded is what a controller knows of the client behind an Envelope
-// (Kafka's RequestContext of the forwarded request): kept for authorization,
-// which kgo-broker does not implement yet.
+// (Kafka's RequestContext of the forwarded request).
 type Forwarded struct {
 	// Principal is the client's principal as the forwarding broker saw it.
 	Principal kmsg.DefaultPrincipalData
@@ -114,6 +113,11 @@ func handleEnvelope(ctx context.Context, b *Broker, req *protocol.Request) (prot
 		b.logger.Debug("envelope refused", zap.String("reason", why), zap.Stringer("remote", req.RemoteAddr), zap.Error(e))
 		resp.ErrorCode = e.Code
 		return protocol.Response{Msg: resp}, nil
+	}
+	// ControllerApis.handleEnvelopeRequest: the forwarding broker's own
+	// principal needs CLUSTER_ACTION before anything is unwrapped.
+	if !b.authorizeCluster(req, opClusterAction) {
+		return fail(kerr.ClusterAuthorizationFailed, "Principal "+req.Principal.String()+" does not have required CLUSTER_ACTION for envelope")
 	}
 	principal, err := decodePrincipal(r.RequestPrincipal)
 	if err != nil {

@@ -75,6 +75,9 @@ func handleDescribeCluster(ctx context.Context, b *Broker, req *protocol.Request
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	sort.Slice(resp.Brokers, func(i, j int) bool { return resp.Brokers[i].NodeID < resp.Brokers[j].NodeID })
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOperations(req)
+	}
 	return protocol.Response{Msg: resp}, nil
 }
 

@@ -36,5 +36,13 @@ func handleConsumerGroupDescribe(ctx context.Context, b *Broker, req *protocol.R
 		}
 		return protocol.Response{Msg: resp}, nil
 	}
-	return protocol.Response{Msg: b.groups.ConsumerGroupDescribe(r)}, nil
+	resp := b.groups.ConsumerGroupDescribe(r)
+	if r.IncludeAuthorizedOperations {
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode == 0 {
+				g.AuthorizedOperations = b.authorizedOperations(req, resGroup, g.Group)
+			}
+		}
+	}
+	return protocol.Response{Msg: resp}, nil
 }

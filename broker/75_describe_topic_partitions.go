@@ -10,6 +10,10 @@ package broker
 //   - Paging: at most ResponsePartitionLimit partitions (capped at 2000, as
 //     Kafka's max.request.partition.size.limit) per answer; Cursor starts at a
 //     topic/partition and NextCursor says where the next page starts.
+//   - Authorization (DescribeTopicPartitionsRequestHandler): topics without
+//     DESCRIBE are left out of an all-topics answer and answer
+//     TOPIC_AUTHORIZATION_FAILED when asked for; every other topic carries
+//     its authorized operations (KIP-430).
 //   - Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, invalid names
 //     INVALID_TOPIC_EXCEPTION.
 
@@ -63,7 +67,16 @@ func handleDescribeTopicPartitions(ctx context.Context, b *Broker, req *protocol
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		n := name
 		rt.Topic = &n
+		if !b.authorize(req, opDescribe, resTopic, name) {
+			if len(r.Topics) == 0 {
+				continue // not disclosed
+			}
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		t := img.TopicByName(name)
+		rt.AuthorizedOperations = b.authorizedOperations(req, resTopic, name)
 		if t == nil {
 			if validateTopicName(name) != nil {
 				rt.ErrorCode = kerr.InvalidTopicException.Code

@@ -30,6 +30,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
+	"github.com/kgo-broker/kgo-broker/security/authorizer"
 	"github.com/kgo-broker/kgo-broker/txn"
 )
 
@@ -58,6 +59,9 @@ type Broker struct {
 	// image), which the broker listener's ApiVersions finalizes when above
 	// 0 (KRaftMetadataCache.features); nil in tests.
 	kraftVersion func() int16
+	// authz is the StandardAuthorizer (authz.go); nil without
+	// authorizer.class.name.
+	authz *authorizer.Authorizer
 
 	controllerListeners map[string]bool
 	settings            settings
@@ -92,10 +96,42 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) (protocol.Re
 	if !ok || req.Version < e.min || req.Version > e.max {
 		return protocol.Response{}, fmt.Errorf("api key %d v%d is not served on listener %s", req.Key, req.Version, req.Listener)
 	}
+	if where == onBroker && b.authorizing(req) {
+		// authorization inside the quotas: a refused request is still
+		// timed and throttled, as KafkaApis throttles every request
+		authorized := e
+		authorized.handle = func(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+			return b.handleAuthorized(ctx, e, req)
+		}
+		e = authorized
+	}
 	if b.quotas != nil {
 		return b.handleWithQuotas(ctx, e, req)
 	}
 	return e.handle(ctx, b, req)
+}
+
+// handleAuthorized runs a client-listener request through authorizeClient
+// (authz_client.go): refused entirely, or its authorized part handled and
+// the refused resources added to the answer.
+func (b *Broker) handleAuthorized(ctx context.Context, e apiEntry, req *protocol.Request) (protocol.Response, error) {
+	deny, run, complete := b.authorizeClient(req)
+	if deny != nil {
+		deny.SetVersion(req.Version)
+		return protocol.Response{Msg: deny}, nil
+	}
+	inner := req
+	if run != req.Msg {
+		cp := *req
+		cp.Msg = run
+		inner = &cp
+	}
+	out, err := e.handle(ctx, b, inner)
+	if err != nil || complete == nil || out.Msg == nil {
+		return out, err
+	}
+	complete(out.Msg)
+	return out, nil
 }
 
 // ReusesFrame implements protocol.FrameReuser: a Produce request is done with

@@ -21,8 +21,9 @@ package broker
 //	cluster:    DescribeCluster v0-2 (EndpointType 2: the voters, the raft
 //	            leader as ControllerID; 60_describe_cluster.go)
 //
-// Each request goes to the node's controllerHandler, which hands raft RPCs
-// to the raft node and the rest to the controller.
+// Each request is authorized as ControllerApis does (controller_authz.go)
+// and goes to the node's controllerHandler, which hands raft RPCs to the
+// raft node and the rest to the controller.
 
 import (
 	"context"
@@ -52,5 +53,5 @@ func handleControllerAPI(ctx context.Context, b *Broker, req *protocol.Request) 
 	if b.controllerHandler == nil {
 		return protocol.Response{}, errNotController
 	}
-	return b.controllerHandler(ctx, req)
+	return runAuthorizedControllerAPI(ctx, b, req)
 }

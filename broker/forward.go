@@ -279,6 +279,18 @@ func notController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.CreateACLsResponse:
+		for _, t := range r.Results {
+			if t.ErrorCode == kerr.NotController.Code {
+				return true
+			}
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, t := range r.Results {
+			if t.ErrorCode == kerr.NotController.Code {
+				return true
+			}
+		}
 	case *kmsg.CreatePartitionsResponse:
 		for _, t := range r.Topics {
 			if t.ErrorCode == kerr.NotController.Code {

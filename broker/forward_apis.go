@@ -14,13 +14,15 @@ package broker
 //	(KIP-1223).
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
-// Kafka 4.4) that kgo-broker's controller serves. UnregisterBroker,
-// AddRaftVoter, RemoveRaftVoter and UnregisterController go through forwardOr
-// (forward_local.go): forwarded the same way whenever the CONTROLLER
-// listener serves them (it does: 64_unregister_broker.go and the KIP-853
-// files), answered on the broker as Kafka's controller answers with the
-// capability off otherwise. Kafka also forwards CreateAcls, DeleteAcls, the
-// delegation token APIs, ElectLeaders and AlterPartitionReassignments; a
+// Kafka 4.4) that kgo-broker's controller serves; CreateAcls and DeleteAcls
+// (30_create_acls.go, 31_delete_acls.go) are forwarded the same way when an
+// authorizer is configured. UnregisterBroker, AddRaftVoter, RemoveRaftVoter
+// and UnregisterController go through forwardOr (forward_local.go):
+// forwarded the same way whenever the CONTROLLER listener serves them (it
+// does: 64_unregister_broker.go and the KIP-853 files), answered on the
+// broker as Kafka's controller answers with the capability off otherwise.
+// Kafka also forwards the delegation token APIs, ElectLeaders and
+// AlterPartitionReassignments; a
 // kgo-broker broker answers those itself, with Kafka's answers for the
 // capability off (their files say which).
 // Kafka's broker also advertises a forwardable API's versions intersected
@@ -151,6 +153,20 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 				rr.User, rr.ErrorCode = n, code
 				out.Results = append(out.Results, rr)
 			}
+		}
+	case *kmsg.CreateACLsRequest:
+		out := resp.(*kmsg.CreateACLsResponse)
+		for range req.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = code
+			out.Results = append(out.Results, res)
+		}
+	case *kmsg.DeleteACLsRequest:
+		out := resp.(*kmsg.DeleteACLsResponse)
+		for range req.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = code
+			out.Results = append(out.Results, res)
 		}
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code

@@ -152,6 +152,9 @@ func (n *Node) Start() error {
 func (n *Node) start(ctx context.Context) error {
 	cfg := n.cfg
 	now := time.Now
+	if err := cfg.ValidateAuthorizer(); err != nil {
+		return err
+	}
 	if slices.Contains(n.nc.OfflineLogDirs, cfg.MetadataLogDir) {
 		// MetaPropertiesEnsemble.verify: the metadata log cannot be offline
 		return fmt.Errorf("Encountered I/O error in metadata log directory %s. Cannot continue.", cfg.MetadataLogDir)
@@ -329,6 +332,11 @@ func (n *Node) start(ctx context.Context) error {
 	n.broker.quotas = newClientQuotas(cfg, connectionQuotas(cfg, n.logger.Named("quotas")))
 	n.cache.Subscribe(n.broker.quotas.onImage)
 	n.broker.quotas.onImage(nil, n.cache.Image())
+	if a := newAuthorizer(cfg); a != nil {
+		n.broker.authz = a
+		n.cache.Subscribe(watchACLs(a))
+		watchACLs(a)(nil, n.cache.Image())
+	}
 	for _, name := range cfg.ControllerListenerNames {
 		n.broker.controllerListeners[name] = true
 	}

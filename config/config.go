@@ -245,7 +245,7 @@ func anyKnownKey(env []EnvSetting) bool {
 // (listener- and mechanism-prefixed families included).
 func IsKnownKey(name string) bool {
 	_, ok := brokerIndex[name]
-	return ok || knownPrefixed(name)
+	return ok || knownPrefixed(name) || authorizerKeys[name]
 }
 
 // New builds a Config from explicitly set keys (STATIC_BROKER_CONFIG), with
@@ -286,7 +286,7 @@ func build(values, origins map[string]string, strict bool) (*Config, error) {
 	for _, k := range names {
 		key, ok := brokerIndex[k]
 		if !ok {
-			if knownPrefixed(k) {
+			if knownPrefixed(k) || authorizerKeys[k] {
 				continue
 			}
 			u := unknownKey(k, origins[k])

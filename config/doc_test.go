@@ -108,6 +108,17 @@ func renderConfigDoc() string {
 		"`"+strings.Join(prefixedKeys, "`, `")+"`")
 	p("of them only a listener's own security keys (`listener.name.<listener>.ssl.*`, `.sasl.*`,\n")
 	p("`.<mechanism>.sasl.jaas.config`) are acted on.\n\n")
+	p("**Authorization.** `authorizer.class.name=%s` turns on Kafka's KRaft\n", StandardAuthorizer)
+	p("authorizer: ACLs in the metadata log (`kafka-acls.sh`, CreateAcls/DeleteAcls/DescribeAcls), checked\n")
+	p("on every request as Kafka 4.4 checks them. Any other non-empty value stops the start (Kafka cannot\n")
+	p("load the class); empty (the default) means no authorizer: every request is allowed and the ACL APIs\n")
+	p("answer SECURITY_DISABLED. The authorizer's own keys, which are not in Kafka's broker ConfigDef and\n")
+	p("so are not in the tables below, are accepted also in strict mode:\n\n")
+	p("- `super.users`: principals allowed everything, separated by `;` (`User:admin;User:ANONYMOUS`).\n")
+	p("  With PLAINTEXT inter-broker or CONTROLLER listeners the nodes authenticate as `User:ANONYMOUS`,\n")
+	p("  which then needs CLUSTER_ACTION (as a super user or by an ACL), as with Kafka.\n")
+	p("- `allow.everyone.if.no.acl.found` (default false): allow a request on a resource no ACL\n")
+	p("  applies to. Only the value `true` (any case, trimmed) enables it, as Kafka reads it.\n\n")
 
 	table := func(acted bool) {
 		p("| Key | Type | Default | Valid values | Importance |\n|---|---|---|---|---|\n")

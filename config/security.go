@@ -17,7 +17,7 @@ var securityActedKeys = []string{
 	"ssl.allow.dn.changes", "ssl.allow.san.changes",
 	"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
 	"sasl.server.max.receive.size", "connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
-	"principal.builder.class",
+	"principal.builder.class", "authorizer.class.name",
 	"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
 	"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
 	"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name",

@@ -309,6 +309,10 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.alterUserScramCredentials(ctx, r), nil
 	case *kmsg.AlterClientQuotasRequest:
 		return c.alterClientQuotas(ctx, r, unresolvable), nil
+	case *kmsg.CreateACLsRequest:
+		return c.createACLs(ctx, r), nil
+	case *kmsg.DeleteACLsRequest:
+		return c.deleteACLs(ctx, r), nil
 	}
 	return nil, fmt.Errorf("controller: unsupported request %T", req)
 }
@@ -655,6 +659,10 @@ func notController(req kmsg.Request) kmsg.Response {
 		return scramErrorResponse(r, code)
 	case *kmsg.AlterClientQuotasRequest:
 		return quotaErrorResponse(r, code)
+	case *kmsg.CreateACLsRequest:
+		return aclCreateError(r, bareAPIError(kerr.NotController))
+	case *kmsg.DeleteACLsRequest:
+		return aclDeleteError(r, bareAPIError(kerr.NotController))
 	case *kmsg.UpdateFeaturesRequest:
 		resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 		resp.ErrorCode = code

@@ -16,8 +16,9 @@
 // (KIP-599; THROTTLING_QUOTA_EXCEEDED per topic). Each file names the Kafka class whose
 // decisions it follows. Requests a broker forwards in an Envelope arrive
 // here unwrapped (the broker package serves Envelope on the CONTROLLER
-// listener) and are decided as if the client had sent them; the forwarded
-// principal is not checked (no authorizer yet).
+// listener) and are decided as if the client had sent them; the broker
+// package authorizes them (as the forwarded principal) before they reach
+// the controller. CreateAcls and DeleteAcls (acls.go) are AclControlManager's.
 //
 // # Controller registrations
 //

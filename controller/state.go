@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/security/authorizer"
 )
 
 // state is the controller's own view of the metadata, built only by replaying
@@ -44,6 +45,8 @@ type state struct {
 	// quotas are the client quotas by entity (quotaEntityKey) and key
 	// (ClientQuotaControlManager.clientQuotaData; quotas.go).
 	quotas map[string]map[string]float64
+	// acls are the ACLs by id (AclControlManager.idToAcl; acls.go).
+	acls map[[16]byte]authorizer.ACL
 
 	// nodeID and staticUnclean resolve unclean.leader.election.enable below
 	// the dynamic configs (set once in New).
@@ -106,6 +109,7 @@ func newState() *state {
 		inTransaction: -1,
 		scram:         make(map[scramKey]int32),
 		quotas:        make(map[string]map[string]float64),
+		acls:          make(map[[16]byte]authorizer.ACL),
 	}
 }
 
@@ -377,6 +381,8 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 		} else {
 			s.quotas[k] = vs
 		}
+	case *metadatacache.AccessControlEntryRecord, *metadatacache.RemoveAccessControlEntryRecord:
+		return s.replayACL(r)
 	case *metadatacache.BeginTransactionRecord:
 		s.inTransaction = offset
 	case *metadatacache.EndTransactionRecord, *metadatacache.AbortTransactionRecord:

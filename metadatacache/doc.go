@@ -114,7 +114,9 @@
 //   - UserScramCredentialRecord, AccessControlEntryRecord and
 //     DelegationTokenRecord (and their Remove* records) are kept in the image
 //     (ScramDelta, AclsDelta, DelegationTokenDelta), so snapshots carry them;
-//     kgo-broker does not authenticate with them or authorize by them yet.
+//     SCRAM credentials authenticate SASL/SCRAM logins, ACLs feed the
+//     broker's authorizer (Image.SameACLs tells it when to rebuild its
+//     index); delegation tokens are not acted on yet.
 //     Removing an ACL that does not exist cannot be replayed.
 //   - NoOpRecord changes nothing but the offset.
 //   - Begin/End/AbortTransactionRecord (KIP-868, image/loader/MetadataBatchLoader):

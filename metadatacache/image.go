@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 )
@@ -196,8 +197,8 @@ type Image struct {
 	quotas           map[string]*ClientQuota
 	producerIDs      ProducerIDs
 	zkMigrationState int8
-	// Kept so that snapshots carry them; kgo-broker does not act on them
-	// yet (no SASL/SCRAM, authorizer or delegation tokens).
+	// SCRAM credentials (the SCRAM servers), ACLs (the authorizer) and
+	// delegation tokens (kept so that snapshots carry them).
 	scram  map[ScramKey]*ScramCredential
 	acls   map[[16]byte]*ACL
 	tokens map[string]*DelegationToken
@@ -367,6 +368,12 @@ func (m *Image) ScramCredentials() []*ScramCredential {
 func (m *Image) ScramCredential(name string, mechanism int8) (*ScramCredential, bool) {
 	c, ok := m.scram[ScramKey{Name: name, Mechanism: mechanism}]
 	return c, ok
+}
+
+// SameACLs reports whether m and o share their ACLs (an image's ACLs are
+// copied on write, so unchanged ACLs are the same map).
+func (m *Image) SameACLs(o *Image) bool {
+	return reflect.ValueOf(m.acls).UnsafePointer() == reflect.ValueOf(o.acls).UnsafePointer()
 }
 
 // ACLs returns every ACL, ordered by id.

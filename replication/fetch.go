@@ -106,6 +106,21 @@ func (r *FetchResult) Materialize() error {
 //     UNKNOWN_LEADER_EPOCH) and a last fetched epoch that diverges from
 //     the log answers with a diverging epoch (KIP-320).
 func (rm *ReplicaManager) Fetch(ctx context.Context, req *kmsg.FetchRequest) *FetchResult {
+	return rm.FetchAuthorized(ctx, req, nil)
+}
+
+// FetchAuth is the authorizer's verdict on a fetch (KafkaApis.handleFetchRequest),
+// which the broker decides: a follower needs CLUSTER_ACTION (every partition
+// of the session answers TOPIC_AUTHORIZATION_FAILED without it), a consumer
+// READ on each topic (TOPIC_AUTHORIZATION_FAILED, checked before the
+// partition's existence).
+type FetchAuth struct {
+	ClusterAction bool
+	Topic         func(name string) bool
+}
+
+// FetchAuthorized is Fetch with authorization; a nil auth allows all.
+func (rm *ReplicaManager) FetchAuthorized(ctx context.Context, req *kmsg.FetchRequest, auth *FetchAuth) *FetchResult {
 	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
 		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
@@ -183,10 +198,27 @@ func (rm *ReplicaManager) Fetch(ctx context.Context, req *kmsg.FetchRequest) *Fe
 
 	var interesting []fetchPart
 	var erroneous []*partResult
+	lastTopic, lastAllowed := "", false
+	allowed := func(topic string) bool {
+		if auth == nil {
+			return true
+		}
+		if params.isFollower {
+			return auth.ClusterAction
+		}
+		if topic != lastTopic || lastTopic == "" {
+			lastTopic, lastAllowed = topic, auth.Topic(topic)
+		}
+		return lastAllowed
+	}
 	for _, fp := range fc.parts {
 		switch {
+		case params.isFollower && !allowed(fp.topic):
+			erroneous = append(erroneous, errResult(fp, kerr.TopicAuthorizationFailed.Code))
 		case fp.topic == "" && req.Version >= 13:
 			erroneous = append(erroneous, errResult(fp, kerr.UnknownTopicID.Code))
+		case !allowed(fp.topic):
+			erroneous = append(erroneous, errResult(fp, kerr.TopicAuthorizationFailed.Code))
 		case !rm.knowsPartition(fp.topic, fp.partition):
 			erroneous = append(erroneous, errResult(fp, kerr.UnknownTopicOrPartition.Code))
 		default:

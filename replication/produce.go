@@ -84,6 +84,24 @@ type produceEntry struct {
 // sends nothing (and closes the connection if any partition failed, as
 // Kafka does).
 func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest, clientID string) *kmsg.ProduceResponse {
+	return rm.ProduceAuthorized(ctx, req, clientID, nil)
+}
+
+// ProduceAuth is the authorizer's verdict on a produce request, which the
+// broker decides (KafkaApis.handleProduceRequest): whether the request may
+// write as its transactional id, and whether it may write a topic (called
+// once per topic, with the topic's name).
+type ProduceAuth struct {
+	TransactionalID bool
+	Topic           func(name string) bool
+}
+
+// ProduceAuthorized is Produce with authorization: transactional records
+// the request may not write as its transactional id fail every partition
+// with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a topic it may not write
+// answers TOPIC_AUTHORIZATION_FAILED, before its existence is checked (an
+// unknown topic id is still UNKNOWN_TOPIC_ID). A nil auth allows all.
+func (rm *ReplicaManager) ProduceAuthorized(ctx context.Context, req *kmsg.ProduceRequest, clientID string, auth *ProduceAuth) *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 
@@ -91,7 +109,7 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 	// answers every partition of the request with
 	// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (it cannot authorize the write).
 	hasTxn := hasTransactionalRecords(req)
-	txnIDMissing := hasTxn && req.TransactionID == nil
+	txnIDMissing := hasTxn && (req.TransactionID == nil || auth != nil && !auth.TransactionalID)
 
 	var entries []*produceEntry
 	for i := range req.Topics {
@@ -102,6 +120,7 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 		if req.Version >= 13 {
 			name, known = rm.topicNameByID(rt.TopicID)
 		}
+		denied := known && !txnIDMissing && auth != nil && auth.Topic != nil && !auth.Topic(name)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -121,6 +140,9 @@ func (rm *ReplicaManager) Produce(ctx context.Context, req *kmsg.ProduceRequest,
 				continue
 			case !known:
 				fail(kerr.UnknownTopicID)
+				continue
+			case denied:
+				fail(kerr.TopicAuthorizationFailed)
 				continue
 			}
 			p, err := rm.lookup(name, rp.Partition)

@@ -14,8 +14,9 @@ import (
 // handleAddOffsetsToTxnRequest, handleEndTxnRequest,
 // handleDescribeTransactionsRequest, handleListTransactionsRequest): the
 // per-version error mapping and request checks live here, the broker files
-// only route. No authorizer: every ACL check passes, as with Kafka's
-// default (no authorizer configured).
+// only route. Authorization (transactional id, group, topic and cluster
+// ACLs) is the broker's, before a request reaches these handlers
+// (broker/authz_client.go).
 
 // fencedFor maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for the
 // versions before a request could carry it.
