@@ -99,9 +99,9 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) (protocol.Re
 	if where == onBroker && b.authorizing(req) {
 		// authorization inside the quotas: a refused request is still
 		// timed and throttled, as KafkaApis throttles every request
-		authorized := e
+		orig, authorized := e, e
 		authorized.handle = func(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
-			return b.handleAuthorized(ctx, e, req)
+			return b.handleAuthorized(ctx, orig, req)
 		}
 		e = authorized
 	}
