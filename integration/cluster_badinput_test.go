@@ -179,10 +179,6 @@ func TestClusterControllerBadInput(t *testing.T) {
 		{"Fetch, stale epoch", lc, raftFetchReq(c.ClusterID, follower.ID, epoch-1, 0, 0), 17, 0, kerr.FencedLeaderEpoch.Code, false},
 		{"Fetch, future epoch", lc, raftFetchReq(c.ClusterID, follower.ID, epoch+5, 0, 0), 17, 0, kerr.UnknownLeaderEpoch.Code, false},
 		{"Fetch to a follower", fc, raftFetchReq(c.ClusterID, 42, epoch, 0, 0), 17, 0, kerr.NotLeaderForPartition.Code, false},
-		// Not a voter: INCONSISTENT_VOTER_SET (a static quorum), no new epoch.
-		{"Vote from a non-voter", fc, voteReq(c.ClusterID, epoch+10, 42, epoch, 1<<40, false), 2, 0, kerr.InconsistentVoterSet.Code, false},
-		{"pre-vote from a non-voter", fc, voteReq(c.ClusterID, epoch+10, 42, epoch, 1<<40, true), 2, 0, kerr.InconsistentVoterSet.Code, false},
-		{"BeginQuorumEpoch from a non-voter", fc, beginReq(c.ClusterID, epoch+10, 42), 1, 0, kerr.InconsistentVoterSet.Code, false},
 		// A pre-vote from a voter while the leader is alive is refused.
 		{"pre-vote while the leader is alive", fc, voteReq(c.ClusterID, epoch+1, third.ID, epoch, 1<<40, true), 2, 0, 0, false},
 		// Invalid arguments.
@@ -302,6 +298,54 @@ func TestClusterControllerBadInput(t *testing.T) {
 			if leo < q2.HW {
 				return fmt.Errorf("voter %d at %d < high watermark %d", id, leo, q2.HW)
 			}
+		}
+		return nil
+	})
+
+	// A candidate outside the voter set: Kafka 4.4 does not check the
+	// candidate against the voter set (KafkaRaftClient.handleVoteRequest;
+	// KIP-853 lets a replica the local set does not list yet win), so a
+	// Vote and a pre-vote at a higher epoch with a log that looks ahead are
+	// granted, and the voter moves to that epoch. A BeginQuorumEpoch naming
+	// a leader outside the set makes Kafka 4.4's controller exit; kgo-broker
+	// answers and goes on. The disturbed voter's pre-votes are refused by
+	// the others while their leader is alive (KIP-996), so a voter leads
+	// and the quorum goes on committing.
+	for _, k := range []tc{
+		{"Vote from a non-voter", fc, voteReq(c.ClusterID, epoch+10, 42, epoch, 1<<40, false), 2, 0, 0, true},
+		{"pre-vote from a non-voter", fc, voteReq(c.ClusterID, epoch+20, 42, epoch, 1<<40, true), 2, 0, 0, true},
+		{"BeginQuorumEpoch from a non-voter", fc, beginReq(c.ClusterID, epoch+30, 42), 1, 0, none, false},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := k.to.RequestVersion(ctx, k.req, k.version)
+		cancel()
+		if err != nil {
+			t.Errorf("%s: %v", k.name, err)
+			continue
+		}
+		top, part := raftCodes(resp)
+		if top != k.top || (k.part != none && part != k.part) {
+			t.Errorf("%s: top-level %s, partition %s; want %s, %s", k.name, codeName(top), codeName(part), codeName(k.top), codeName(k.part))
+		}
+		if v, ok := resp.(*kmsg.VoteResponse); ok && len(v.Topics) == 1 && len(v.Topics[0].Partitions) == 1 && v.Topics[0].Partitions[0].VoteGranted != k.granted {
+			t.Errorf("%s: vote granted %v, want %v", k.name, v.Topics[0].Partitions[0].VoteGranted, k.granted)
+		}
+	}
+	hw1 := hw0
+	if _, q1, err := c.Leader(); err == nil {
+		hw1 = q1.HW
+	}
+	createTopicsRTT(t, c.Node(4).Addr, "it-after-non-voter", 1)
+	waitFor(t, 30*time.Second, "the voters to lead and commit again after the non-voter's requests", func() error {
+		ld, q2, err := c.Leader()
+		if err != nil {
+			return err
+		}
+		if ld.ID == 42 {
+			return fmt.Errorf("leader %d epoch %d", ld.ID, q2.LeaderEpoch)
+		}
+		if q2.HW <= hw1 {
+			return fmt.Errorf("high watermark %d, was %d", q2.HW, hw1)
 		}
 		return nil
 	})

@@ -123,7 +123,11 @@ func (c *Core) handleVote(m Message) {
 		reply(false, errInvalidRequest)
 		return
 	}
-	if m.Epoch > c.epoch {
+	// Only a real vote moves this replica to the candidate's epoch: a
+	// pre-vote is answered from the current state (KIP-996; Kafka 4.4's
+	// handleVoteRequest transitions to unattached only when !preVote), or
+	// a pre-vote at a higher epoch would unseat a live leader's follower.
+	if m.Epoch > c.epoch && !m.PreVote {
 		c.becomeUnattached(m.Epoch)
 	}
 	if !c.isValidVoterKey(m.VoterKey) {
