@@ -92,21 +92,16 @@ func (b *Broker) authorizeClient(req *protocol.Request) (deny kmsg.Response, run
 		}
 		cp := *r
 		cp.Topics = nil
-		var denied []kmsg.OffsetCommitRequestTopic
 		img := b.meta.Image()
-		for _, t := range r.Topics {
-			name := t.Topic
+		var denied []kmsg.OffsetCommitRequestTopic
+		cp.Topics, denied = splitReadable(b, req, r.Topics, func(t kmsg.OffsetCommitRequestTopic) string {
 			if r.Version >= 10 {
 				if tp := img.TopicByID(t.TopicID); tp != nil {
-					name = tp.Name
+					return tp.Name
 				}
 			}
-			if name != "" && !b.authorize(req, opRead, resTopic, name) {
-				denied = append(denied, t)
-				continue
-			}
-			cp.Topics = append(cp.Topics, t)
-		}
+			return t.Topic
+		})
 		if len(denied) == 0 {
 			return nil, r, nil
 		}
@@ -125,23 +120,18 @@ func (b *Broker) authorizeClient(req *protocol.Request) (deny kmsg.Response, run
 		}
 		cp := *r
 		cp.Topics = nil
-		var denied []kmsg.TxnOffsetCommitRequestTopic
 		img := b.meta.Image()
-		for _, t := range r.Topics {
-			name := t.Topic
+		var denied []kmsg.TxnOffsetCommitRequestTopic
+		cp.Topics, denied = splitReadable(b, req, r.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string {
 			if r.Version >= 6 {
-				name = ""
+				// An unknown topic id is the coordinator's UNKNOWN_TOPIC_ID.
 				if tp := img.TopicByID(t.TopicID); tp != nil {
-					name = tp.Name
+					return tp.Name
 				}
+				return ""
 			}
-			// An unknown topic id is the coordinator's UNKNOWN_TOPIC_ID.
-			if name != "" && !b.authorize(req, opRead, resTopic, name) {
-				denied = append(denied, t)
-				continue
-			}
-			cp.Topics = append(cp.Topics, t)
-		}
+			return t.Topic
+		})
 		if len(denied) == 0 {
 			return nil, r, nil
 		}
@@ -845,4 +835,18 @@ func errDesc(code int16) *string {
 		return strPtr(e.Description)
 	}
 	return nil
+}
+
+// splitReadable splits topics into those the principal may READ and those
+// it may not; a topic whose name is "" (an unknown topic id) is kept for the
+// handler to answer.
+func splitReadable[T any](b *Broker, req *protocol.Request, topics []T, name func(T) string) (allowed, denied []T) {
+	for _, t := range topics {
+		if n := name(t); n != "" && !b.authorize(req, opRead, resTopic, n) {
+			denied = append(denied, t)
+			continue
+		}
+		allowed = append(allowed, t)
+	}
+	return allowed, denied
 }
