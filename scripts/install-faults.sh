@@ -22,8 +22,8 @@ fi
 command -v apt-get >/dev/null 2>&1 || { log "no apt-get: install iptables by hand"; exit 1; }
 log "installing iptables (Debian package)"
 export DEBIAN_FRONTEND=noninteractive
-as_root apt-get update -qq
-as_root apt-get install -y -qq --no-install-recommends iptables >/tmp/install-faults.$$.log 2>&1 || {
+as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends iptables >/tmp/install-faults.$$.log 2>&1 || {
 	tail -n 30 /tmp/install-faults.$$.log >&2; rm -f /tmp/install-faults.$$.log; exit 1; }
 rm -f /tmp/install-faults.$$.log
 log "installed: $(/usr/sbin/iptables --version)"

@@ -27,13 +27,13 @@ command -v apt-get >/dev/null 2>&1 || { log "no apt-get: install podman and runc
 
 log "installing podman and runc (Debian packages)"
 export DEBIAN_FRONTEND=noninteractive
-as_root apt-get update -qq
+as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
 pkgs=(podman runc uidmap slirp4netns)
-as_root apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/tmp/install-podman.$$.log 2>&1 || {
+as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${pkgs[@]}" >/tmp/install-podman.$$.log 2>&1 || {
 	tail -n 30 /tmp/install-podman.$$.log >&2; rm -f /tmp/install-podman.$$.log; exit 1; }
 rm -f /tmp/install-podman.$$.log
 # Optional: name resolution between containers on CNI networks, and podman-compose.
 for p in golang-github-containernetworking-plugin-dnsname podman-compose; do
-	as_root apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 || log "$p not available (optional)"
+	as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 || log "$p not available (optional)"
 done
 log "installed: $(podman --version), $(runc --version | head -n1)"

@@ -34,11 +34,11 @@ apt_updated=
 apt_install() {
 	command -v apt-get >/dev/null 2>&1 || return 1
 	if [ -z "$apt_updated" ]; then
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq || return 1
 		apt_updated=1
 	fi
 	local out; out=$(mktemp)
-	if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >"$out" 2>&1; then
+	if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >"$out" 2>&1; then
 		tail -n 20 "$out" >&2; rm -f "$out"; return 1
 	fi
 	rm -f "$out"
@@ -122,7 +122,7 @@ install_kcat() {
 	fi
 	log "installing kcat with apt-get"
 	apt_install kcat ||
-		die "apt-get install kcat failed (needs root or passwordless sudo); install kcat by hand so that it is on PATH"
+		die "apt-get -o DPkg::Lock::Timeout=600 install kcat failed (needs root or passwordless sudo); install kcat by hand so that it is on PATH"
 	command -v kcat >/dev/null 2>&1 || die "kcat still not on PATH after apt-get install"
 }
 
