@@ -416,6 +416,9 @@ func TestCrashAtEveryStep(t *testing.T) {
 					cfg := crashCfg()
 					cfg.RetentionMs = 1
 					l.SetConfig(cfg)
+					// the high watermark at the active segment: retention
+					// stops there (Kafka deletes only below it)
+					l.UpdateHighWatermark(active)
 					clk.Advance(time.Second)
 					if _, err := l.DeleteOldSegments(); err != nil {
 						t.Fatal(err)

@@ -143,13 +143,20 @@ func TestSegmentDeletionDeferred(t *testing.T) {
 		deleted []int64
 		records int // records left (from the log start offset)
 	}{
+		// every segment expired, the active one too: it is rolled and
+		// deleted (UnifiedLog.deleteSegments), the log starts at its end
 		{"retention.ms", func(c *Config) { c.RetentionMs = 1000 }, func(t *testing.T, l *testLog) {
 			l.clk.Advance(2 * time.Second)
-			if n, err := l.DeleteOldSegments(); err != nil || n != 3 {
+			l.UpdateHighWatermark(l.LogEndOffset())
+			if n, err := l.DeleteOldSegments(); err != nil || n != 4 {
 				t.Fatalf("DeleteOldSegments = %d, %v", n, err)
 			}
-		}, []int64{0, 3, 5}, 2},
+			if l.LogStartOffset() != l.LogEndOffset() || l.NumSegments() != 1 {
+				t.Fatalf("log start %d, end %d, %d segments", l.LogStartOffset(), l.LogEndOffset(), l.NumSegments())
+			}
+		}, []int64{0, 3, 5, 7}, 0},
 		{"retention.bytes", func(c *Config) { c.RetentionBytes = 1 }, func(t *testing.T, l *testLog) {
+			l.UpdateHighWatermark(l.LogEndOffset())
 			if n, err := l.DeleteOldSegments(); err != nil || n != 3 {
 				t.Fatalf("DeleteOldSegments = %d, %v", n, err)
 			}

@@ -325,9 +325,15 @@ func (l *Log) deleteSegmentsBelowLocked(off int64) error {
 }
 
 // DeleteOldSegments applies retention.ms and retention.bytes (when cleanup.policy has
-// delete): whole inactive segments are deleted and the log start offset moves to the
-// next segment's base (UnifiedLog.deleteOldSegments). It returns how many segments
-// were deleted.
+// delete) and the log start offset (UnifiedLog.deleteOldSegments): segments are
+// deleted from the oldest while one of the three says so, and the log start offset
+// moves to the next segment's base. As in Kafka, a segment is deletable only below
+// the high watermark (its next segment's base, or the log end offset for the active
+// segment, at or below UpdateHighWatermark's last value; a log never told its high
+// watermark deletes nothing), so the log start offset never passes it; and the
+// active segment counts too: when every segment is deletable a new empty segment is
+// rolled at the log end offset first, so an idle topic's data expires. An empty
+// active segment is never deleted. It returns how many segments were deleted.
 func (l *Log) DeleteOldSegments() (_ int, err error) {
 	defer func() { err = l.ioErr(err) }()
 	l.flushMu.Lock()
@@ -342,22 +348,41 @@ func (l *Log) DeleteOldSegments() (_ int, err error) {
 	// DeleteRecords deletes them (UnifiedLog.deleteOldSegments)
 	retain := cfg.Delete()
 	now := l.nowMs()
+	hw := l.hwSeen.Load()
 	var total int64
 	for _, s := range l.mu.segments {
 		total += s.size
 	}
+	// retention.bytes: deleteRetentionSizeBreachedSegments does nothing while
+	// the log is within it
+	sizeBreached := retain && cfg.RetentionBytes >= 0 && total >= cfg.RetentionBytes
+	segs := l.mu.segments
 	n := 0
-	for n < len(l.mu.segments)-1 {
-		s := l.mu.segments[n]
-		byTime := cfg.RetentionMs >= 0 && s.maxTs != NoTimestamp && now-s.maxTs > cfg.RetentionMs
-		if s.maxTs == NoTimestamp && cfg.RetentionMs >= 0 {
-			byTime = now-s.createdMs > cfg.RetentionMs
+	for n < len(segs) {
+		s := segs[n]
+		last := n == len(segs)-1
+		if last && s.size == 0 {
+			break
 		}
-		bySize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
-		byStart := l.mu.segments[n+1].base <= l.mu.logStartOffset // DeleteRecords / checkpoint
-		if !retain {
-			byTime, bySize = false, false
+		upper := l.mu.leo
+		if !last {
+			upper = segs[n+1].base
 		}
+		if hw < upper {
+			break
+		}
+		byTime := false
+		if retain && cfg.RetentionMs >= 0 {
+			// LogSegment.largestTimestamp: the largest record timestamp,
+			// else the segment's age
+			if s.maxTs != NoTimestamp {
+				byTime = now-s.maxTs > cfg.RetentionMs
+			} else {
+				byTime = now-s.createdMs > cfg.RetentionMs
+			}
+		}
+		bySize := sizeBreached && total-s.size >= cfg.RetentionBytes
+		byStart := !last && segs[n+1].base <= l.mu.logStartOffset // DeleteRecords / checkpoint
 		if !byTime && !bySize && !byStart {
 			break
 		}
@@ -367,8 +392,17 @@ func (l *Log) DeleteOldSegments() (_ int, err error) {
 	if n == 0 {
 		return 0, nil
 	}
-	newStart := l.mu.segments[n].base
-	return n, l.advanceStartLocked(newStart)
+	if n == len(segs) {
+		// deleteSegments: a log always keeps a segment; the new active one
+		// starts at the log end offset, which becomes the log start offset
+		newStart := l.mu.leo
+		if err := l.rollLocked(newStart, cfg, now); err != nil {
+			return 0, err
+		}
+		l.logger.Info("rolled the active segment to delete it by retention", zap.Int64("base", newStart))
+		return n, l.advanceStartLocked(newStart)
+	}
+	return n, l.advanceStartLocked(segs[n].base)
 }
 
 // advanceStartLocked moves the log start offset up to newStart (if higher) and

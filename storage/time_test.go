@@ -313,6 +313,11 @@ func TestRetention(t *testing.T) {
 	segs := l.NumSegments()
 	clk.Advance(2 * time.Minute)
 	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	// nothing below the high watermark, nothing deleted
+	if n, err := l.DeleteOldSegments(); err != nil || n != 0 {
+		t.Fatalf("deleted %d with no high watermark: %v", n, err)
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
 	n, err := l.DeleteOldSegments()
 	if err != nil || n != segs-1 {
 		t.Fatalf("deleted %d of %d: %v", n, segs, err)
@@ -329,13 +334,24 @@ func TestRetention(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
 	}
+	// only up to the high watermark: the segments after it stay
+	hw := l.mu.segments[2].base
+	l.UpdateHighWatermark(hw)
 	l.DeleteOldSegments()
-	if l.NumSegments() != 1 {
-		t.Fatalf("retention.bytes=0 leaves %d segments", l.NumSegments())
+	if l.LogStartOffset() != hw {
+		t.Fatalf("retention.bytes=0 with the high watermark at %d: log start %d", hw, l.LogStartOffset())
 	}
-	if err := l.IncrementLogStartOffset(l.LogEndOffset() - 1); err != nil {
-		t.Fatal(err)
+	// retention.bytes=0 with everything replicated: the active segment
+	// goes too, rolled first; the log is empty and starts at its end
+	l.UpdateHighWatermark(l.LogEndOffset())
+	l.DeleteOldSegments()
+	if l.NumSegments() != 1 || l.LogStartOffset() != l.LogEndOffset() {
+		t.Fatalf("retention.bytes=0 leaves %d segments, log start %d, end %d", l.NumSegments(), l.LogStartOffset(), l.LogEndOffset())
 	}
+	if n, err := l.DeleteOldSegments(); err != nil || n != 0 {
+		t.Fatalf("an empty active segment is deleted: %d, %v", n, err)
+	}
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
 	readAll(t, l.Log, l.LogStartOffset())
 }
 

@@ -139,6 +139,8 @@ func TestUncleanablePartition(t *testing.T) {
 	lb.SetConfig(retain)
 	lg.SetConfig(retain)
 	nb, ng := lb.NumSegments(), lg.NumSegments()
+	lb.UpdateHighWatermark(lb.LogEndOffset())
+	lg.UpdateHighWatermark(lg.LogEndOffset())
 	clk.Advance(time.Hour)
 	if err := m.Maintain(); err != nil {
 		t.Fatal(err)
