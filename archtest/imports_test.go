@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"metadatacache":         {},
 	"coordinator":           {},
 	"quota":                 {},
+	"logging":               {},
 	"storage":               {"storage/vfs"},
 	"raft":                  {"storage", "storage/vfs", "protocol"},
 	"security":              {"protocol"},

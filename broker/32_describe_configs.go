@@ -32,8 +32,9 @@ package broker
 //     topic unit, else the topic default; synonyms are the override, then
 //     the broker synonym's as above. Unknown topics get
 //     UNKNOWN_TOPIC_OR_PARTITION, invalid names INVALID_TOPIC_EXCEPTION.
-//   - BROKER_LOGGER (8): kgo-broker has no log4j loggers to adjust: an
-//     empty list for its own id, INVALID_REQUEST for another.
+//   - BROKER_LOGGER (8): this node's loggers and their levels
+//     (broker_loggers.go), each DYNAMIC_BROKER_LOGGER_CONFIG; another id,
+//     an empty one or one that is not a number is INVALID_REQUEST.
 //   - ConfigNames (null or empty: all) limits the answer; IncludeSynonyms
 //     (v1+) lists synonyms; IncludeDocumentation (v3+) adds Kafka 4.4's
 //     documentation of each key it defines (config/kafka_config_meta.json).
@@ -116,8 +117,16 @@ func handleDescribeConfigs(ctx context.Context, b *Broker, req *protocol.Request
 				rr.Configs = b.brokerConfigEntries(img, o)
 			}
 		case resourceBrokerLogger:
-			if rs.ResourceName != strconv.Itoa(int(b.nodeID)) {
-				fail(kerr.InvalidRequest, "")
+			id, err := strconv.Atoi(rs.ResourceName)
+			switch {
+			case rs.ResourceName == "":
+				fail(kerr.InvalidRequest, "Broker id must not be empty")
+			case err != nil:
+				fail(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", rs.ResourceName)
+			case int32(id) != b.nodeID:
+				fail(kerr.InvalidRequest, "Unexpected broker id, expected %d but received %s", b.nodeID, rs.ResourceName)
+			default:
+				rr.Configs = b.brokerLoggerEntries(o)
 			}
 		default:
 			fail(kerr.InvalidRequest, "Unsupported resource type %d", rs.ResourceType)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/group"
+	"github.com/kgo-broker/kgo-broker/logging"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
@@ -71,6 +72,10 @@ type Broker struct {
 	// quotas are the client quota managers (quotas.go); nil in tests
 	// that build a Broker by hand.
 	quotas *clientQuotas
+
+	// logLevels are the loggers' run-time levels (broker_loggers.go);
+	// nil when the process's levels are fixed.
+	logLevels *logging.Levels
 
 	// bytesOut counts record bytes fetched by consumers (01_fetch.go):
 	// BrokerTopicMetrics BytesOutPerSec, all topics (metrics.go).

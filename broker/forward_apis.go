@@ -59,7 +59,8 @@ func init() {
 	regKey(20, 1, 6, onBroker, handleForwarded) // DeleteTopics
 	regKey(33, 0, 2, onBroker, handleForwarded) // AlterConfigs
 	regKey(37, 0, 3, onBroker, handleForwarded) // CreatePartitions
-	regKey(44, 0, 1, onBroker, handleForwarded) // IncrementalAlterConfigs
+	// IncrementalAlterConfigs (44): 44_incremental_alter_configs.go forwards
+	// all but the BROKER_LOGGER resources.
 	regKey(46, 0, 0, onBroker, handleForwarded) // ListPartitionReassignments
 	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
 	regKey(57, 0, 2, onBroker, handleForwarded) // UpdateFeatures

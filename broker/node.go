@@ -21,6 +21,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/controller"
 	"github.com/kgo-broker/kgo-broker/group"
 	"github.com/kgo-broker/kgo-broker/lockrank"
+	"github.com/kgo-broker/kgo-broker/logging"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/quota"
@@ -47,6 +48,11 @@ type NodeConfig struct {
 	// returns early for a dir that was never online).
 	OfflineLogDirs []string
 	Logger         *zap.Logger
+	// LogLevels are Logger's run-time levels by logger name, which
+	// DescribeConfigs and IncrementalAlterConfigs show and change on the
+	// BROKER_LOGGER resource (KIP-412); nil: the logger levels are fixed and
+	// the resource lists no logger.
+	LogLevels *logging.Levels
 	// FS is the file system under storage and raft (vfs.Default when nil).
 	FS vfs.FS
 	// KafkaOpts is the KAFKA_OPTS environment variable: a
@@ -118,8 +124,18 @@ func NewNode(nc NodeConfig) (*Node, error) {
 	}
 	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), requestMetrics: newRequestMetrics(), flushTime: newFlushTime()}
 	n.registry = newMetricsRegistry(n)
+	if nc.LogLevels != nil {
+		// Known before they first log, so that their levels can be set
+		// (broker_loggers.go); sub-loggers become known when they log.
+		nc.LogLevels.Register(nodeLoggers...)
+	}
 	return n, nil
 }
+
+// nodeLoggers are the names the node gives its components' loggers.
+var nodeLoggers = []string{"broker", "controller", "controller-channel", "controller-registration", "group",
+	"inter-broker", "lifecycle", "listener", "metadata", "quotas", "raft", "replication", "security",
+	"storage", "txn", "txn-verifier"}
 
 // Fatal delivers the reason the node must stop at once: every log dir failed
 // (LogManager.handleLogDirFailure) or the one holding the metadata log did
@@ -321,6 +337,7 @@ func (n *Node) start(ctx context.Context) error {
 		meta:                n.cache,
 		kraftVersion:        n.raft.KRaftVersion,
 		controllerListeners: map[string]bool{},
+		logLevels:           n.nc.LogLevels,
 		settings: settings{
 			autoCreateTopics:  cfg.Bool("auto.create.topics.enable"),
 			numPartitions:     cfg.Int("num.partitions"),

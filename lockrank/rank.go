@@ -81,6 +81,7 @@ const (
 	JWKS             Rank = 1070 // security.JWTValidator.mu
 	QuotaSensor      Rank = 1080 // quota.sensor.mu (one client's rate)
 	ConnQuotas       Rank = 1081 // quota.ConnectionQuotas.mu (connection counts; waited on for a free slot)
+	LogLevels        Rank = 1090 // logging.Levels.mu (the loggers' run-time levels)
 )
 
 var names = map[Rank]string{
@@ -111,7 +112,7 @@ var names = map[Rank]string{
 	TxnCoordinator: "txn.Coordinator.mu (a leaf)", ConnSet: "protocol.Server.mu (a leaf)",
 	ClientCalls: "protocol.Client.mu (a leaf)", Lifecycle: "broker.lifecycle.mu (a leaf)",
 	TxnVerifier: "broker.txnVerifier.mu (a leaf)", InflightTopics: "broker.inflightTopics.mu (a leaf)",
-	JWKS: "security.JWTValidator.mu (a leaf)",
+	JWKS: "security.JWTValidator.mu (a leaf)", LogLevels: "logging.Levels.mu (a leaf)",
 }
 
 // IsLeaf reports whether r is a leaf: nothing may be taken while holding it.

@@ -42,6 +42,7 @@ import (
 
 	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/controller"
+	"github.com/kgo-broker/kgo-broker/logging"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
@@ -209,21 +210,27 @@ func parseServeArgs(args, env []string) (serveOptions, error) {
 // newLogger builds the zap logger: format console (default) or json; level
 // debug, info (default), warn, error (Kafka's TRACE, DEBUG, INFO, WARN, ERROR,
 // FATAL are accepted too).
-func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
-	var lvl zapcore.Level
+func newLogger(format, level string, w io.Writer) (*zap.Logger, *logging.Levels, error) {
+	var kafkaLevel string
 	switch strings.ToLower(level) {
 	case "", "info":
-		lvl = zapcore.InfoLevel
-	case "debug", "trace":
-		lvl = zapcore.DebugLevel
+		kafkaLevel = "INFO"
+	case "debug":
+		kafkaLevel = "DEBUG"
+	case "trace":
+		kafkaLevel = "TRACE"
 	case "warn", "warning":
-		lvl = zapcore.WarnLevel
+		kafkaLevel = "WARN"
 	case "error":
-		lvl = zapcore.ErrorLevel
+		kafkaLevel = "ERROR"
 	case "fatal":
-		lvl = zapcore.FatalLevel
+		kafkaLevel = "FATAL"
 	default:
-		return nil, fmt.Errorf("unknown log level %q (use debug, info, warn or error)", level)
+		return nil, nil, fmt.Errorf("unknown log level %q (use debug, info, warn or error)", level)
+	}
+	levels, err := logging.NewLevels(kafkaLevel)
+	if err != nil {
+		return nil, nil, err
 	}
 	ec := zap.NewProductionEncoderConfig()
 	ec.EncodeTime = zapcore.ISO8601TimeEncoder
@@ -236,9 +243,12 @@ func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
 	case "json":
 		enc = zapcore.NewJSONEncoder(ec)
 	default:
-		return nil, fmt.Errorf("unknown log format %q (use console or json)", format)
+		return nil, nil, fmt.Errorf("unknown log format %q (use console or json)", format)
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
+	// Every level reaches the wrapped core; the per-logger levels (KIP-412
+	// broker-loggers, logging.Levels) decide.
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), zapcore.DebugLevel)
+	return zap.New(levels.Core(core)), levels, nil
 }
 
 func cmdServe(args, env []string, stdout, stderr io.Writer) int {
@@ -247,7 +257,7 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kgo-broker: %v\n\n%s", err, usage)
 		return 2
 	}
-	logger, err := newLogger(o.LogFormat, o.LogLevel, stderr)
+	logger, levels, err := newLogger(o.LogFormat, o.LogLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kgo-broker: %v\n", err)
 		return 2
@@ -309,7 +319,7 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signalContext()
 	defer stop()
-	n, err := newNode(nodeConfig{Config: cfg, ClusterID: clusterID, DirectoryIDs: st.DirIDs, OfflineLogDirs: st.OfflineDirs(), Logger: logger})
+	n, err := newNode(nodeConfig{Config: cfg, ClusterID: clusterID, DirectoryIDs: st.DirIDs, OfflineLogDirs: st.OfflineDirs(), Logger: logger, LogLevels: levels})
 	if err != nil {
 		logger.Error("creating node", zap.Error(err))
 		return 1

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kgo-broker/kgo-broker/broker"
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/logging"
 )
 
 // node is what main runs; *broker.Node satisfies it.
@@ -29,6 +30,7 @@ type nodeConfig struct {
 	// from the start (Kafka's MetaPropertiesEnsemble errorLogDirs)
 	OfflineLogDirs []string
 	Logger         *zap.Logger
+	LogLevels      *logging.Levels // the loggers' run-time levels (broker-loggers)
 }
 
 // newNode builds the node; a variable so tests can run main's server path with
@@ -41,6 +43,7 @@ var newNode = func(nc nodeConfig) (node, error) {
 		DirectoryIDs:   nc.DirectoryIDs,
 		OfflineLogDirs: nc.OfflineLogDirs,
 		Logger:         nc.Logger,
+		LogLevels:      nc.LogLevels,
 		// nil (vfs.Default) but in the fault suite's test binary
 		// (diskfault_invariants.go).
 		FS:        diskFaultFS(nc.Config, nc.Logger),

@@ -1,0 +1,80 @@
+package broker
+
+// IncrementalAlterConfigs: v0-1 (client listeners)
+//
+// Behavior (KafkaApis.handleIncrementalAlterConfigsRequest):
+//   - Preprocessed on the broker (ConfigAdminManager.preprocess): a
+//     resource that appears more than once gets INVALID_REQUEST "Each
+//     resource must appear at most once." on every copy; BROKER_LOGGER
+//     resources (KIP-412, broker_loggers.go) are checked and applied here:
+//     ALTER_CONFIGS on the cluster (else CLUSTER_AUTHORIZATION_FAILED), the
+//     name this node's id, SET and DELETE only, known loggers and Kafka's
+//     level names; validate_only checks without applying.
+//   - The rest is forwarded to the active controller (forward_apis.go),
+//     which validates and writes the ConfigRecords; its answers follow the
+//     preprocessed ones. With nothing left to forward the broker answers
+//     alone.
+//
+// Version notes: v1: flexible.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/protocol"
+)
+
+func init() { regKey(44, 0, 1, onBroker, handleIncrementalAlterConfigs) }
+
+func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
+	r := req.Msg.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	type resKey struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	count := map[resKey]int{}
+	for _, rs := range r.Resources {
+		count[resKey{rs.ResourceType, rs.ResourceName}]++
+	}
+	add := func(rs *kmsg.IncrementalAlterConfigsRequestResource, code int16, msg string) {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = rs.ResourceType, rs.ResourceName, code
+		if msg != "" {
+			rr.ErrorMessage = strPtr(msg)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	var rest []kmsg.IncrementalAlterConfigsRequestResource
+	for i := range r.Resources {
+		rs := &r.Resources[i]
+		switch {
+		case count[resKey{rs.ResourceType, rs.ResourceName}] > 1:
+			add(rs, kerr.InvalidRequest.Code, "Each resource must appear at most once.")
+		case rs.ResourceType == kmsg.ConfigResourceTypeBrokerLogger:
+			if e := b.alterBrokerLoggers(b.authorizeCluster(req, opAlterConfigs), r.ValidateOnly, rs); e != nil {
+				add(rs, e.err.Code, e.msg)
+			} else {
+				add(rs, 0, "")
+			}
+		default:
+			rest = append(rest, *rs)
+		}
+	}
+	if len(rest) == 0 {
+		return protocol.Response{Msg: resp}, nil
+	}
+	fwd := *r
+	fwd.Resources = rest
+	freq := *req
+	freq.Msg = &fwd
+	fresp, err := handleForwarded(ctx, b, &freq)
+	if err != nil || fresp.Msg == nil {
+		return fresp, err
+	}
+	out := fresp.Msg.(*kmsg.IncrementalAlterConfigsResponse)
+	out.Resources = append(resp.Resources, out.Resources...)
+	return fresp, nil
+}
