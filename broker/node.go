@@ -533,7 +533,19 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 		if n.broker.quotas != nil {
 			ctx, mq = n.broker.quotas.withMutationQuota(ctx, req)
 		}
-		resp, err = n.ctrl.Handle(ctx, req.Msg)
+		msg, loggers := req.Msg, n.controllerBrokerLoggers(req)
+		if loggers != nil {
+			msg = loggers.rest
+		}
+		if loggers != nil && len(loggers.rest.Resources) == 0 {
+			resp = loggers.rest.ResponseKind()
+		} else {
+			resp, err = n.ctrl.Handle(ctx, msg)
+		}
+		if loggers != nil && err == nil {
+			out := resp.(*kmsg.IncrementalAlterConfigsResponse)
+			out.Resources = append(loggers.done, out.Resources...)
+		}
 		if t := mq.ThrottleMs(); t > 0 && err == nil {
 			// ControllerApis.sendResponseMaybeThrottleWithControllerQuota
 			if st, ok := resp.(kmsg.SetThrottleResponse); ok {
@@ -547,6 +559,43 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 	}
 	resp.SetVersion(req.Version)
 	return protocol.Response{Msg: resp}, nil
+}
+
+// controllerLoggers is an IncrementalAlterConfigs on the CONTROLLER
+// listener split as ControllerApis.handleIncrementalAlterConfigs splits it:
+// the BROKER_LOGGER resources answered by this node (broker_loggers.go), the
+// rest for the controller.
+type controllerLoggers struct {
+	done []kmsg.IncrementalAlterConfigsResponseResource
+	rest *kmsg.IncrementalAlterConfigsRequest
+}
+
+// controllerBrokerLoggers applies req's BROKER_LOGGER resources, if it is an
+// IncrementalAlterConfigs with any; nil otherwise.
+func (n *Node) controllerBrokerLoggers(req *protocol.Request) *controllerLoggers {
+	r, ok := req.Msg.(*kmsg.IncrementalAlterConfigsRequest)
+	if !ok || n.broker == nil || !slices.ContainsFunc(r.Resources, func(rs kmsg.IncrementalAlterConfigsRequestResource) bool {
+		return rs.ResourceType == kmsg.ConfigResourceTypeBrokerLogger
+	}) {
+		return nil
+	}
+	rest := *r
+	rest.Resources = nil
+	out := &controllerLoggers{rest: &rest}
+	for i := range r.Resources {
+		rs := &r.Resources[i]
+		if rs.ResourceType != kmsg.ConfigResourceTypeBrokerLogger {
+			rest.Resources = append(rest.Resources, *rs)
+			continue
+		}
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
+		if e := n.broker.alterBrokerLoggers(n.broker.authorizeCluster(req, opAlterConfigs), r.ValidateOnly, rs); e != nil {
+			rr.ErrorCode, rr.ErrorMessage = e.err.Code, strPtr(e.msg)
+		}
+		out.done = append(out.done, rr)
+	}
+	return out
 }
 
 // activeController reports the raft leader and its CONTROLLER address (the

@@ -9,6 +9,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -82,6 +83,17 @@ func TestBrokerLoggers(t *testing.T) {
 	}
 	if got := level("raft"); got != "INFO" {
 		t.Fatalf("raft at %s after the delete", got)
+	}
+
+	// The same loggers through the CONTROLLER listener
+	// (ControllerApis.handleIncrementalAlterConfigs, --bootstrap-controller).
+	ctrl := fmt.Sprintf("127.0.0.1:%d", b.CtrlPort)
+	if r := KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-configs.sh", "--bootstrap-controller", ctrl,
+		"--entity-type", "broker-loggers", "--entity-name", "1", "--alter", "--add-config", "storage=WARN"); r.ExitCode != 0 {
+		t.Fatalf("alter through the controller listener:\n%s", r)
+	}
+	if got := level("storage"); got != "WARN" {
+		t.Fatalf("storage at %s after storage=WARN on the controller listener", got)
 	}
 
 	// Kafka's refusals (RuntimeLoggerManager.validateLogLevelConfigs).
