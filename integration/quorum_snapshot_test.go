@@ -1,0 +1,119 @@
+//go:build integration
+
+package integration
+
+// FetchSnapshot across kinds and the removal of an Apache Kafka voter by a
+// kgo-broker leader, in a dynamic quorum (KIP-853; setup as
+// dynamic_quorum_test.go).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// metadataSnapshots lists the snapshot ids (end offsets) in a node's
+// __cluster_metadata-0 directory, without the bootstrap checkpoint (0).
+func metadataSnapshots(n *mixedNode) []int64 {
+	ents, _ := os.ReadDir(filepath.Join(n.dir, "data", "__cluster_metadata-0"))
+	var out []int64
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".checkpoint") {
+			continue
+		}
+		off, err := strconv.ParseInt(strings.SplitN(name, "-", 2)[0], 10, 64)
+		if err == nil && off > 0 {
+			out = append(out, off)
+		}
+	}
+	return out
+}
+
+// TestQuorumSnapshotToKafka: a kgo-broker controller formatted
+// --standalone takes metadata snapshots every second; an Apache Kafka 4.4
+// controller formatted --no-initial-controllers then starts with an empty
+// log, so the kgo-broker leader answers its first Fetch with the snapshot
+// id and the Kafka node loads the snapshot with FetchSnapshot (it has a
+// checkpoint of its own, at an offset it could not have written itself:
+// Kafka's own snapshot interval is an hour and 20 MB). The Kafka node is
+// added with kafka-metadata-quorum.sh add-controller (Fetch v18 both ways
+// is what both CONTROLLER listeners advertise), replicates a CreateTopics,
+// and is removed with remove-controller against the kgo-broker leader: it
+// is an observer again and the quorum still commits.
+func TestQuorumSnapshotToKafka(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
+	}
+	c := &mixedCluster{t: t, clusterID: newClusterID()}
+	ports := freePorts(t, 3)
+	bs := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
+	kgoCtl := dynamicNode(t, c, 1, kindKgo, true, ports[0], bs)
+	kafkaCtl := dynamicNode(t, c, 2, kindKafka, true, ports[1], bs)
+	broker := dynamicNode(t, c, 4, kindKgo, false, ports[2], bs)
+	f, err := os.OpenFile(kgoCtl.props, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "metadata.log.max.snapshot.interval.ms=1000\nmetadata.max.idle.interval.ms=200\n")
+	f.Close()
+	formatDynamic(t, c, kgoCtl, "--standalone")
+	formatDynamic(t, c, kafkaCtl, "--no-initial-controllers")
+	kgoCtl.Start()
+	broker.Start()
+	c.waitBrokers(3 * readyTimeout())
+	dqCreateTopic(t, c, broker, "snap-before")
+	var leaderSnap int64
+	waitFor(t, 60*time.Second, "a snapshot on the kgo-broker leader", func() error {
+		if s := metadataSnapshots(kgoCtl); len(s) > 0 {
+			leaderSnap = s[len(s)-1]
+			return nil
+		}
+		return fmt.Errorf("no snapshot yet")
+	})
+
+	kafkaCtl.Start()
+	waitFor(t, 90*time.Second, "the Kafka controller loads a snapshot fetched from the kgo-broker leader", func() error {
+		for _, off := range metadataSnapshots(kafkaCtl) {
+			if off >= leaderSnap {
+				return nil
+			}
+		}
+		return fmt.Errorf("snapshots on the Kafka node: %v (leader's: %d)", metadataSnapshots(kafkaCtl), leaderSnap)
+	})
+	waitReplication(t, c, "--bootstrap-controller", kgoCtl.Addr, map[int32]string{1: "Leader", 2: "Observer", 4: "Observer"})
+
+	addController(t, kafkaCtl, "--bootstrap-controller", kgoCtl.Addr)
+	waitReplication(t, c, "--bootstrap-controller", kgoCtl.Addr, map[int32]string{1: "Leader", 2: "Follower", 4: "Observer"})
+	dqCreateTopic(t, c, broker, "snap-two-voters")
+	// The Kafka voter has what the two-voter quorum committed: its
+	// DescribeQuorum answer is NOT_LEADER, so read it through the leader
+	// (LogEndOffset of 2 reaches the leader's high watermark).
+	waitFor(t, 30*time.Second, "the Kafka voter caught up", func() error {
+		r := KafkaTool(t, RunOpts{}, "kafka-metadata-quorum.sh", "--bootstrap-controller", kgoCtl.Addr, "describe", "--replication")
+		for _, l := range lines(r.Stdout) {
+			if f := strings.Fields(l); len(f) == 7 && f[0] == "2" && f[3] == "0" {
+				return nil
+			}
+		}
+		return fmt.Errorf("lag of 2:\n%s", r)
+	})
+
+	r := MustKafkaTool(t, RunOpts{}, "kafka-metadata-quorum.sh", "--bootstrap-controller", kgoCtl.Addr, "remove-controller",
+		"--controller-id", "2", "--controller-directory-id", kafkaCtl.dirID(t))
+	if !strings.Contains(r.Stdout, "Removed") || !strings.Contains(r.Stdout, "KRaft controller 2 with directory id "+kafkaCtl.dirID(t)) {
+		t.Fatalf("remove-controller:\n%s", r)
+	}
+	waitReplication(t, c, "--bootstrap-controller", kgoCtl.Addr, map[int32]string{1: "Leader", 2: "Observer", 4: "Observer"})
+	st := quorumStatus(t, &Broker{t: t, Addr: broker.Addr})
+	if got, want := st["CurrentVoters"], fmt.Sprintf(`[{"id": 1, "directoryId": "%s", "endpoints": ["CONTROLLER://%s"]}]`, kgoCtl.dirID(t), kgoCtl.Addr); got != want {
+		t.Errorf("CurrentVoters %q, want %q", got, want)
+	}
+	dqCreateTopic(t, c, broker, "snap-after-remove")
+}
