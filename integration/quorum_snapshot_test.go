@@ -117,3 +117,58 @@ func TestQuorumSnapshotToKafka(t *testing.T) {
 	}
 	dqCreateTopic(t, c, broker, "snap-after-remove")
 }
+
+// TestAssignReplicasToDirsKafkaController: a kgo-broker broker with two log
+// dirs under an Apache Kafka 4.4 controller. Kafka's controller leaves the
+// broker's replicas of a new topic UNASSIGNED (several dirs); the broker
+// reports the directory each log is in with AssignReplicasToDirs, and
+// Kafka's controller writes PartitionChangeRecords naming those
+// directories (read back with kafka-dump-log.sh --cluster-metadata-decoder).
+func TestAssignReplicasToDirsKafkaController(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
+	}
+	c := &mixedCluster{t: t, clusterID: newClusterID()}
+	ports := freePorts(t, 2)
+	bs := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	ctl := dynamicNode(t, c, 1, kindKafka, true, ports[0], bs)
+	broker := dynamicNode(t, c, 4, kindKgo, false, ports[1], bs)
+	b, err := os.ReadFile(broker.props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, data2 := filepath.Join(broker.dir, "data"), filepath.Join(broker.dir, "data2")
+	props := strings.Replace(string(b), "log.dirs="+data+"\n", "log.dirs="+data+","+data2+"\n", 1)
+	if err := os.WriteFile(broker.props, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	formatDynamic(t, c, ctl, "--standalone")
+	ctl.Start()
+	broker.Start()
+	c.waitBrokers(3 * readyTimeout())
+	waitFor(t, 60*time.Second, "CreateTopics dirs", func() error {
+		r, err := adminOf(t, c, broker).CreateTopic(ctxT(t, 20*time.Second), 4, 1, nil, "dirs")
+		if err == nil && r.Err != nil {
+			err = r.Err
+		}
+		return err
+	})
+	dir1 := broker.dirID(t)
+	dir2 := readProperties(t, filepath.Join(data2, "meta.properties"))["directory.id"]
+	seg := filepath.Join(ctl.dir, "data", "__cluster_metadata-0", "00000000000000000000.log")
+	waitFor(t, 60*time.Second, "PartitionChangeRecords with the broker's directories", func() error {
+		r := KafkaTool(t, RunOpts{}, "kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", seg)
+		assigned := 0
+		for _, l := range lines(r.Stdout) {
+			if strings.Contains(l, `"type":"PARTITION_CHANGE_RECORD"`) && (strings.Contains(l, dir1) || strings.Contains(l, dir2)) {
+				assigned++
+			}
+		}
+		if assigned < 4 {
+			return fmt.Errorf("%d of 4 partitions assigned a directory (dirs %s %s)\n%s", assigned, dir1, dir2, r)
+		}
+		return nil
+	})
+}
