@@ -118,23 +118,30 @@ func TestQuorumSnapshotToKafka(t *testing.T) {
 	dqCreateTopic(t, c, broker, "snap-after-remove")
 }
 
-// TestAssignReplicasToDirsKafkaController: a kgo-broker broker with two log
-// dirs under an Apache Kafka 4.4 controller. Kafka's controller leaves the
-// broker's replicas of a new topic UNASSIGNED (several dirs); the broker
-// reports the directory each log is in with AssignReplicasToDirs, and
-// Kafka's controller writes PartitionChangeRecords naming those
-// directories (read back with kafka-dump-log.sh --cluster-metadata-decoder).
-func TestAssignReplicasToDirsKafkaController(t *testing.T) {
+// TestAssignReplicasToDirs: a broker with two log dirs under a controller
+// of the other kind (kgo-broker under Apache Kafka 4.4 and the reverse).
+// The controller leaves the broker's replicas of a new topic UNASSIGNED
+// (several dirs); the broker reports the directory each log is in with
+// AssignReplicasToDirs (KIP-858), and the controller writes
+// PartitionChangeRecords naming those directories (read back with
+// kafka-dump-log.sh --cluster-metadata-decoder).
+func TestAssignReplicasToDirs(t *testing.T) {
 	t.Parallel()
 	requireKafkaTools(t)
 	if strings.Contains(brokerBin, "kafka-reference-broker") {
 		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
 	}
+	for _, kinds := range [][2]nodeKind{{kindKafka, kindKgo}, {kindKgo, kindKafka}} {
+		t.Run(fmt.Sprintf("%s-controller-%s-broker", kinds[0], kinds[1]), func(t *testing.T) { assignReplicasToDirs(t, kinds[0], kinds[1]) })
+	}
+}
+
+func assignReplicasToDirs(t *testing.T, ctlKind, brokerKind nodeKind) {
 	c := &mixedCluster{t: t, clusterID: newClusterID()}
 	ports := freePorts(t, 2)
 	bs := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	ctl := dynamicNode(t, c, 1, kindKafka, true, ports[0], bs)
-	broker := dynamicNode(t, c, 4, kindKgo, false, ports[1], bs)
+	ctl := dynamicNode(t, c, 1, ctlKind, true, ports[0], bs)
+	broker := dynamicNode(t, c, 4, brokerKind, false, ports[1], bs)
 	b, err := os.ReadFile(broker.props)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +153,7 @@ func TestAssignReplicasToDirsKafkaController(t *testing.T) {
 	}
 	formatDynamic(t, c, ctl, "--standalone")
 	ctl.Start()
-	broker.Start()
+	broker.Start() // formatted on first start (both kinds)
 	c.waitBrokers(3 * readyTimeout())
 	waitFor(t, 60*time.Second, "CreateTopics dirs", func() error {
 		r, err := adminOf(t, c, broker).CreateTopic(ctxT(t, 20*time.Second), 4, 1, nil, "dirs")
