@@ -179,3 +179,91 @@ func assignReplicasToDirs(t *testing.T, ctlKind, brokerKind nodeKind) {
 		return nil
 	})
 }
+
+// appendProps appends lines to a node's server.properties.
+func appendProps(t *testing.T, n *mixedNode, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(n.props, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		fmt.Fprintln(f, l)
+	}
+}
+
+// metadataLogStart is the base offset of the oldest segment in a node's
+// __cluster_metadata-0 directory (-1 without one).
+func metadataLogStart(n *mixedNode) int64 {
+	ents, _ := os.ReadDir(filepath.Join(n.dir, "data", "__cluster_metadata-0"))
+	start := int64(-1)
+	for _, e := range ents {
+		if name := e.Name(); strings.HasSuffix(name, ".log") {
+			if off, err := strconv.ParseInt(strings.TrimSuffix(name, ".log"), 10, 64); err == nil && (start < 0 || off < start) {
+				start = off
+			}
+		}
+	}
+	return start
+}
+
+// TestQuorumSnapshotFromKafka: the other direction of
+// TestQuorumSnapshotToKafka. An Apache Kafka 4.4 controller formatted
+// --standalone takes a snapshot every second and deletes the log before it
+// (metadata.log.segment.ms and metadata.max.retention.ms of a second), so
+// its log starts past 0 and a kgo-broker controller formatted
+// --no-initial-controllers, starting with an empty log, must load the
+// snapshot with FetchSnapshot (a kgo-broker node's own snapshot interval is
+// an hour). It is then added as a voter, replicates a CreateTopics and is
+// removed with remove-controller against the Kafka leader.
+func TestQuorumSnapshotFromKafka(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
+	}
+	c := &mixedCluster{t: t, clusterID: newClusterID()}
+	ports := freePorts(t, 3)
+	bs := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
+	kafkaCtl := dynamicNode(t, c, 1, kindKafka, true, ports[0], bs)
+	kgoCtl := dynamicNode(t, c, 2, kindKgo, true, ports[1], bs)
+	broker := dynamicNode(t, c, 4, kindKgo, false, ports[2], bs)
+	appendProps(t, kafkaCtl, "metadata.log.max.snapshot.interval.ms=1000", "metadata.max.idle.interval.ms=200",
+		"metadata.log.segment.ms=1000", "metadata.max.retention.ms=1000")
+	formatDynamic(t, c, kafkaCtl, "--standalone")
+	formatDynamic(t, c, kgoCtl, "--no-initial-controllers")
+	kafkaCtl.Start()
+	broker.Start()
+	c.waitBrokers(3 * readyTimeout())
+	dqCreateTopic(t, c, broker, "ksnap-before")
+	var logStart int64
+	waitFor(t, 90*time.Second, "the Kafka leader's log to start past 0 after a snapshot", func() error {
+		logStart = metadataLogStart(kafkaCtl)
+		if s := metadataSnapshots(kafkaCtl); len(s) > 0 && logStart > 0 {
+			return nil
+		}
+		return fmt.Errorf("snapshots %v, log start %d", metadataSnapshots(kafkaCtl), logStart)
+	})
+
+	kgoCtl.Start()
+	waitFor(t, 90*time.Second, "the kgo-broker controller loads a snapshot fetched from the Kafka leader", func() error {
+		for _, off := range metadataSnapshots(kgoCtl) {
+			if off >= logStart {
+				return nil
+			}
+		}
+		return fmt.Errorf("snapshots on the kgo-broker node: %v (Kafka log start %d)", metadataSnapshots(kgoCtl), logStart)
+	})
+	waitReplication(t, c, "--bootstrap-controller", kafkaCtl.Addr, map[int32]string{1: "Leader", 2: "Observer", 4: "Observer"})
+	addController(t, kgoCtl, "--bootstrap-controller", kafkaCtl.Addr)
+	waitReplication(t, c, "--bootstrap-controller", kafkaCtl.Addr, map[int32]string{1: "Leader", 2: "Follower", 4: "Observer"})
+	dqCreateTopic(t, c, broker, "ksnap-two-voters")
+	r := MustKafkaTool(t, RunOpts{}, "kafka-metadata-quorum.sh", "--bootstrap-controller", kafkaCtl.Addr, "remove-controller",
+		"--controller-id", "2", "--controller-directory-id", kgoCtl.dirID(t))
+	if !strings.Contains(r.Stdout, "Removed") {
+		t.Fatalf("remove-controller:\n%s", r)
+	}
+	waitReplication(t, c, "--bootstrap-controller", kafkaCtl.Addr, map[int32]string{1: "Leader", 2: "Observer", 4: "Observer"})
+	dqCreateTopic(t, c, broker, "ksnap-after-remove")
+}
