@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -266,4 +267,119 @@ func TestQuorumSnapshotFromKafka(t *testing.T) {
 	}
 	waitReplication(t, c, "--bootstrap-controller", kafkaCtl.Addr, map[int32]string{1: "Leader", 2: "Observer", 4: "Observer"})
 	dqCreateTopic(t, c, broker, "ksnap-after-remove")
+}
+
+// kafkaRequestLog makes a Kafka node log every request it completes
+// (kafka.request.logger at DEBUG, Kafka's RequestChannel request log) to a
+// file of its own; it returns the file.
+func kafkaRequestLog(t *testing.T, n *mixedNode) string {
+	t.Helper()
+	logFile := filepath.Join(n.dir, "kafka-request.log")
+	cfg := filepath.Join(n.dir, "request-log4j2.properties")
+	props := fmt.Sprintf(`status = warn
+name = kgo-it-request-log
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%%d] %%p %%m (%%c)%%n
+appender.req.type = File
+appender.req.name = REQ
+appender.req.fileName = %s
+appender.req.layout.type = PatternLayout
+appender.req.layout.pattern = %%m%%n
+logger.req.name = kafka.request.logger
+logger.req.level = debug
+logger.req.additivity = false
+logger.req.appenderRef.req.ref = REQ
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = STDERR
+`, logFile)
+	if err := os.WriteFile(cfg, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.env = append(n.env, "KAFKA_OPTS=-Dlog4j2.configurationFile="+cfg)
+	return logFile
+}
+
+// fetchVersionsServed counts the raft Fetch requests a kgo-broker node
+// served, by version, from its Prometheus metrics.
+func fetchVersionsServed(t *testing.T, metricsAddr string) map[string]float64 {
+	t.Helper()
+	body := scrape(t, "http://"+metricsAddr+"/metrics")
+	out := map[string]float64{}
+	re := regexp.MustCompile(`(?m)^kafka_network_requestmetrics_requests_total\{request="Fetch",version="(\d+)"\} (\S+)$`)
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		var v float64
+		fmt.Sscan(m[2], &v)
+		out[m[1]] = v
+	}
+	return out
+}
+
+// TestQuorumFetchV18Mixed: raft Fetch v18 (KIP-1166) is what both kinds
+// negotiate with each other. An Apache Kafka 4.4 voter and a Kafka broker
+// (observer) fetch from a kgo-broker leader only at v18 (the leader's
+// request metrics, which no kgo-broker fetcher feeds here); kgo-broker
+// voters and observers fetch from a Kafka 4.4 leader at v18 (Kafka's own
+// request log). Both quorums replicate a CreateTopics.
+func TestQuorumFetchV18Mixed(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
+	}
+	t.Run("kgo-leader", func(t *testing.T) {
+		c := &mixedCluster{t: t, clusterID: newClusterID()}
+		ports := freePorts(t, 4)
+		bs := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
+		leader := dynamicNode(t, c, 1, kindKgo, true, ports[0], bs)
+		kafkaCtl := dynamicNode(t, c, 2, kindKafka, true, ports[1], bs)
+		broker := dynamicNode(t, c, 4, kindKafka, false, ports[2], bs)
+		metrics := fmt.Sprintf("127.0.0.1:%d", ports[3])
+		leader.env = append(leader.env, "KGO_METRICS_ADDR="+metrics)
+		formatDynamic(t, c, leader, "--standalone")
+		formatDynamic(t, c, kafkaCtl, "--no-initial-controllers")
+		for _, n := range c.nodes {
+			n.Start()
+		}
+		c.waitBrokers(3 * readyTimeout())
+		addController(t, kafkaCtl, "--bootstrap-controller", leader.Addr)
+		waitReplication(t, c, "--bootstrap-controller", leader.Addr, map[int32]string{1: "Leader", 2: "Follower", 4: "Observer"})
+		dqCreateTopic(t, c, broker, "v18-kgo-leader")
+		got := fetchVersionsServed(t, metrics)
+		if got["18"] < 1 || len(got) != 1 {
+			t.Errorf("Fetch requests served by the kgo-broker leader by version: %v, want v18 only", got)
+		}
+	})
+	t.Run("kafka-leader", func(t *testing.T) {
+		c := &mixedCluster{t: t, clusterID: newClusterID()}
+		ports := freePorts(t, 3)
+		bs := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
+		leader := dynamicNode(t, c, 1, kindKafka, true, ports[0], bs)
+		kgoCtl := dynamicNode(t, c, 2, kindKgo, true, ports[1], bs)
+		broker := dynamicNode(t, c, 4, kindKgo, false, ports[2], bs)
+		reqLog := kafkaRequestLog(t, leader)
+		formatDynamic(t, c, leader, "--standalone")
+		formatDynamic(t, c, kgoCtl, "--no-initial-controllers")
+		for _, n := range c.nodes {
+			n.Start()
+		}
+		c.waitBrokers(3 * readyTimeout())
+		addController(t, kgoCtl, "--bootstrap-controller", leader.Addr)
+		waitReplication(t, c, "--bootstrap-controller", leader.Addr, map[int32]string{1: "Leader", 2: "Follower", 4: "Observer"})
+		dqCreateTopic(t, c, broker, "v18-kafka-leader")
+		b, err := os.ReadFile(reqLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions := map[string]int{}
+		re := regexp.MustCompile(`"requestApiKey":1,"requestApiVersion":(\d+)`)
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			versions[m[1]]++
+		}
+		if versions["18"] < 1 || len(versions) != 1 {
+			t.Errorf("Fetch requests completed by the Kafka leader by version: %v, want v18 only\n%.2000s", versions, b)
+		}
+	})
 }
