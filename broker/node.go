@@ -390,6 +390,14 @@ func (n *Node) start(ctx context.Context) error {
 		TopicDefaults: cfg.TopicDefaults,
 		Controller:    requestorFunc(n.channel.Request),
 		BrokerEpoch:   func() int64 { return n.lifecycle.epoch() },
+		LogDirByID: func(id [16]byte) (string, bool) {
+			for dir, did := range n.nc.DirectoryIDs {
+				if did == id {
+					return dir, true
+				}
+			}
+			return "", false
+		},
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)
