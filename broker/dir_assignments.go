@@ -149,18 +149,25 @@ func (a *dirAssigner) onImage(_, img *metadatacache.Image) {
 
 func (a *dirAssigner) run(ctx context.Context) {
 	var (
-		img     *metadatacache.Image
-		pending map[tipKey][16]byte
-		retry   <-chan time.Time
+		img, scanned *metadatacache.Image
+		pending      map[tipKey][16]byte
+		retry        <-chan time.Time
 	)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case img = <-a.images:
+			// Most images (a NoOpRecord every metadata.max.idle.interval.ms)
+			// change no partition: nothing to look at again.
+			if len(pending) == 0 && scanned != nil && img != nil && img.SameTopics(scanned) &&
+				img.MetadataVersion() == scanned.MetadataVersion() {
+				continue
+			}
 		case <-retry:
 			retry = nil
 		}
+		scanned = img
 		pending = misassigned(img, a.nodeID, a.logDirOf, a.dirID)
 		if len(pending) == 0 {
 			continue
