@@ -850,7 +850,11 @@ func statusTables() string {
 		}
 		return strings.ReplaceAll(s, "|", `\|`)
 	}
-	fmt.Fprintf(&b, "ApiVersions (the client listeners list exactly what Kafka 4.4's do):\n\n| Listener | API | Kafka 4.4 | kgo-broker | Why |\n|---|---|---|---|---|\n")
+	listeners := "the client listeners list exactly what Kafka 4.4's do"
+	if !slices.ContainsFunc(apiVersionDiffs, func(d apiVersionDiff) bool { return d.Listener == "CONTROLLER" }) {
+		listeners = "the client and CONTROLLER listeners list exactly what Kafka 4.4's do"
+	}
+	fmt.Fprintf(&b, "ApiVersions (%s):\n\n| Listener | API | Kafka 4.4 | kgo-broker | Why |\n|---|---|---|---|---|\n", listeners)
 	for _, d := range apiVersionDiffs {
 		fmt.Fprintf(&b, "| %s | %s (%d) | %s | %s | %s |\n", d.Listener, kmsg.NameForKey(d.Key), d.Key, cell(d.Kafka), cell(d.Kgo), d.Why)
 	}
