@@ -4,10 +4,11 @@ package broker
 // node with the controller role:
 //
 //	raft:       Vote v0-2, BeginQuorumEpoch v0-1, EndQuorumEpoch v0-1,
-//	            Fetch v4-17 (raft fetch of __cluster_metadata), FetchSnapshot v0-1,
+//	            Fetch v4-18 (raft fetch of __cluster_metadata; v18: KIP-1166), FetchSnapshot v0-1,
 //	            DescribeQuorum v0-2, AddRaftVoter v0-1, RemoveRaftVoter v0,
 //	            UpdateRaftVoter v0 (KIP-853)
-//	controller: AlterPartition v2-3, BrokerRegistration v0-4, BrokerHeartbeat v0-2, UnregisterBroker v0,
+//	controller: AlterPartition v2-3, AssignReplicasToDirs v0 (KIP-858,
+//	            controller/assigndirs.go), BrokerRegistration v0-4, BrokerHeartbeat v0-2, UnregisterBroker v0,
 //	            AllocateProducerIds v0, CreateTopics v2-7, DeleteTopics v1-6,
 //	            CreatePartitions v0-3, IncrementalAlterConfigs v0-1,
 //	            AlterConfigs v0-2, ListPartitionReassignments v0, UpdateFeatures v0-2,
@@ -41,7 +42,7 @@ func init() {
 	for _, api := range []struct{ key, min, max int16 }{
 		{56, 2, 3}, {62, 0, 4}, {63, 0, 2}, {64, 0, 0}, {67, 0, 0},
 		{19, 2, 7}, {20, 1, 6}, {37, 0, 3}, {44, 0, 1}, {33, 0, 2}, {46, 0, 0}, {57, 0, 2},
-		{70, 0, 0}, {51, 0, 0}, {94, 0, 0},
+		{70, 0, 0}, {51, 0, 0}, {94, 0, 0}, {73, 0, 0},
 	} {
 		regKey(api.key, api.min, api.max, onController, handleControllerAPI)
 	}

@@ -407,9 +407,23 @@ func (n *Node) start(ctx context.Context) error {
 		TopicDefaults: cfg.TopicDefaults,
 		Controller:    requestorFunc(n.channel.Request),
 		BrokerEpoch:   func() int64 { return n.lifecycle.epoch() },
+		LogDirByID: func(id [16]byte) (string, bool) {
+			for dir, did := range n.nc.DirectoryIDs {
+				if did == id {
+					return dir, true
+				}
+			}
+			return "", false
+		},
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)
+	// KIP-858: report replicas whose log is not in the directory the
+	// metadata names (dir_assignments.go); after the replica manager, which
+	// creates the logs of new replicas from the same image.
+	dirAssign := newDirAssigner(cfg.NodeID, n.nc.DirectoryIDs, n.logs.LogDirOf, func() int64 { return n.lifecycle.epoch() },
+		n.channel.Request, n.logger.Named("dir-assignments"))
+	n.cache.Subscribe(dirAssign.onImage)
 	n.broker.peers = newBrokerClients(cfg.NodeID, cfg.InterBrokerListenerName, n.cache.Image, n.broker.Handle,
 		n.logger.Named("inter-broker"))
 	n.broker.peers.opts = ibOpts
@@ -458,6 +472,11 @@ func (n *Node) start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.lifecycle.run(ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		dirAssign.run(ctx)
 	}()
 
 	// Like Kafka's BrokerServer, serve clients once the controller has

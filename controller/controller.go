@@ -299,6 +299,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.listPartitionReassignments(r), nil
 	case *kmsg.AlterPartitionRequest:
 		return c.alterPartition(ctx, r), nil
+	case *kmsg.AssignReplicasToDirsRequest:
+		return c.assignReplicasToDirs(ctx, r), nil
 	case *kmsg.UpdateFeaturesRequest:
 		return c.updateFeatures(ctx, r), nil
 	case *kmsg.UnregisterControllerRequest:
@@ -649,6 +651,10 @@ func notController(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.AlterPartitionRequest:
 		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AssignReplicasToDirsRequest:
+		resp := r.ResponseKind().(*kmsg.AssignReplicasToDirsResponse)
 		resp.ErrorCode = code
 		return resp
 	case *kmsg.ControllerRegistrationRequest:

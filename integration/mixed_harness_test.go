@@ -51,6 +51,7 @@ type mixedNode struct {
 	port     int // PLAINTEXT (brokers) or CONTROLLER (controllers)
 	Addr     string
 	runs     int
+	env      []string // extra environment of the node's process
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -164,6 +165,7 @@ func (n *mixedNode) Start() {
 		bin = kafkaReference()
 		env = append(env, "KAFKA_HEAP_OPTS=-Xmx384M -Xms128M")
 	}
+	env = append(env, n.env...)
 	cmd := exec.Command(bin, n.props)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = n.dir, env, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

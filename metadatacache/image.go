@@ -376,6 +376,12 @@ func (m *Image) SameACLs(o *Image) bool {
 	return reflect.ValueOf(m.acls).UnsafePointer() == reflect.ValueOf(o.acls).UnsafePointer()
 }
 
+// SameTopics reports whether m and o share their topics and partitions
+// (copied on write, as the ACLs).
+func (m *Image) SameTopics(o *Image) bool {
+	return reflect.ValueOf(m.topicsByID).UnsafePointer() == reflect.ValueOf(o.topicsByID).UnsafePointer()
+}
+
 // ACLs returns every ACL, ordered by id.
 func (m *Image) ACLs() []*ACL {
 	out := slices.Collect(maps.Values(m.acls))

@@ -1124,6 +1124,9 @@ func (c *Core) sendFetch() {
 func (c *Core) sendFetchTo(to int32, addr string) {
 	c.fetchInflight = c.newID()
 	c.fetchSentMs = c.now
+	// FetcherHW: the high watermark known here, -1 unknown (KIP-1166;
+	// KafkaRaftClient.buildFetchRequest).
 	c.send(Message{Type: MsgFetch, To: to, ToAddr: addr, ID: c.fetchInflight, Epoch: c.epoch,
-		LastOffset: c.leo, LastEpoch: c.lastEpoch(), MaxWaitMs: c.cfg.FetchMaxWaitMs})
+		LastOffset: c.leo, LastEpoch: c.lastEpoch(), MaxWaitMs: c.cfg.FetchMaxWaitMs,
+		FetcherHW: c.hw, HasFetcherHW: true})
 }

@@ -319,7 +319,12 @@ func (c *Core) handleFetch(m Message) {
 	}
 	c.updateReplica(ReplicaKey{ID: m.From, DirectoryID: m.FromDir}, m.LastOffset)
 	c.maybeAdvanceHW()
-	if m.LastOffset >= c.leo && m.MaxWaitMs > 0 {
+	// Fetch v18 (KIP-1166, KafkaRaftClient.isHighWatermarkUpdated): a
+	// fetcher whose high watermark is behind the one this answer carries is
+	// answered at once, so it learns of new commits without waiting for
+	// new records or MaxWaitMs.
+	behind := m.HasFetcherHW && m.FetcherHW < c.advertisedHW()
+	if m.LastOffset >= c.leo && m.MaxWaitMs > 0 && !behind {
 		c.parked = append(c.parked, parkedFetch{req: m, deadline: c.now + m.MaxWaitMs, hw: c.hw})
 		return
 	}

@@ -60,7 +60,9 @@
 // truncates, and the high watermark. The high watermark is the offset a
 // majority of voters hold once that includes a record of the leader's epoch;
 // it never decreases and no replica truncates below it. Fetches with nothing
-// to return are parked until new records, a new high watermark or MaxWaitMs.
+// to return are parked until new records, a new high watermark or MaxWaitMs;
+// a fetcher that says (Fetch v18, KIP-1166) it knows an older high watermark
+// than the leader's is answered at once.
 // A leader that does not hear from a majority for 1.5 x fetch timeout resigns.
 //
 // Elections, in detail. A voter becomes Prospective when its election timer

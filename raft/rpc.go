@@ -28,12 +28,17 @@ const MetadataTopic = "__cluster_metadata"
 // MetadataTopicID is Uuid.METADATA_TOPIC_ID.
 var MetadataTopicID = [16]byte{15: 1}
 
+// FetcherHWNotSupported is the default of Fetch v18's HighWatermark
+// (Long.MAX_VALUE, FetchRequest.HIGH_WATERMARK_NOT_SUPPORTED in spirit): the
+// fetcher does not say which high watermark it knows.
+const FetcherHWNotSupported int64 = 1<<63 - 1
+
 // ServedVersions are the API versions HandleRequest serves on the CONTROLLER
-// listener (Kafka 4.4): Fetch 4-17, Vote 0-2, BeginQuorumEpoch 0-1,
+// listener (Kafka 4.4): Fetch 4-18, Vote 0-2, BeginQuorumEpoch 0-1,
 // EndQuorumEpoch 0-1, DescribeQuorum 0-2, FetchSnapshot 0-1, AddRaftVoter
 // 0-1, RemoveRaftVoter 0, UpdateRaftVoter 0. For the broker's version registry.
 var ServedVersions = map[int16][2]int16{
-	1:  {4, 17},
+	1:  {4, 18},
 	52: {0, 2},
 	53: {0, 1},
 	54: {0, 1},
@@ -48,7 +53,7 @@ const (
 	voteVersion        = 2
 	beginVersion       = 1
 	endVersion         = 1
-	fetchVersion       = 17
+	fetchVersion       = 18
 	fetchSnapVer       = 1
 	updateVoterVersion = 0
 	addVoterVersion    = 1
@@ -177,6 +182,11 @@ func (n *Node) toKmsgRequest(m Message) kmsg.Request {
 		p.LogStartOffset = -1
 		p.PartitionMaxBytes = maxFetchBytes
 		p.ReplicaDirectoryID = n.cfg.DirectoryID
+		if m.HasFetcherHW {
+			// v18 (KIP-1166): the high watermark this replica knows (-1
+			// unknown), so the leader answers at once when it is behind.
+			p.HighWatermark = m.FetcherHW
+		}
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
@@ -501,6 +511,11 @@ func (n *Node) fromKmsgRequest(req kmsg.Request) (Message, kmsg.Response, error)
 		}
 		m.Epoch, m.LastOffset, m.LastEpoch, m.MaxWaitMs = p.CurrentLeaderEpoch, p.FetchOffset, p.LastFetchedEpoch, int64(r.MaxWaitMillis)
 		m.FromDir = p.ReplicaDirectoryID
+		// v18 (KIP-1166): the fetcher's high watermark; Long.MAX_VALUE (the
+		// default) means the fetcher does not send it, as before v18.
+		if r.Version >= 18 && p.HighWatermark != FetcherHWNotSupported {
+			m.FetcherHW, m.HasFetcherHW = p.HighWatermark, true
+		}
 	case *kmsg.FetchSnapshotRequest:
 		resp := r.ResponseKind().(*kmsg.FetchSnapshotResponse)
 		if !n.validClusterID(r.ClusterID) {

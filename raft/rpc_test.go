@@ -210,3 +210,87 @@ func TestQuorumStateFile(t *testing.T) {
 		t.Fatal("no data_version accepted")
 	}
 }
+
+// TestFetchV18HighWatermark: Fetch v18 (KIP-1166) carries the fetcher's
+// high watermark. A fetcher at the log end whose high watermark is behind
+// the leader's is answered at once (KafkaRaftClient.isHighWatermarkUpdated);
+// one that knows the leader's high watermark, a v18 fetch without it
+// (Long.MAX_VALUE) and a v17 fetch with the tag are parked until MaxWait.
+func TestFetchV18HighWatermark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		n, err := NewNode(singleVoterConfig(vfs.NewMem(), "/meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		if _, err := n.Append(ctx, records("a", "b")); err != nil { // offsets 1-2, hw 3
+			t.Fatal(err)
+		}
+		fetch := func(version int16, hw int64) (kmsg.FetchResponseTopicPartition, time.Duration) {
+			t.Helper()
+			r := fetchReq(7, 1, 3, 1, 500)
+			r.Version = version
+			r.Topics[0].Partitions[0].HighWatermark = hw
+			start := time.Now()
+			resp, err := n.HandleRequest(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0], time.Since(start)
+		}
+		for _, tc := range []struct {
+			version int16
+			hw      int64
+			parked  bool
+		}{
+			{18, -1, false},                   // unknown: behind
+			{18, 2, false},                    // behind
+			{18, 3, true},                     // up to date
+			{18, FetcherHWNotSupported, true}, // not sent
+			{17, 2, true},                     // v17: the tag is not v17's
+		} {
+			p, took := fetch(tc.version, tc.hw)
+			if p.ErrorCode != 0 || p.HighWatermark != 3 || len(p.RecordBatches) != 0 {
+				t.Errorf("v%d hw %d: %+v", tc.version, tc.hw, p)
+			}
+			if parked := took >= 500*time.Millisecond; parked != tc.parked {
+				t.Errorf("v%d hw %d: answered after %v, want parked=%v", tc.version, tc.hw, took, tc.parked)
+			}
+		}
+	})
+}
+
+// TestFetchRequestCarriesHighWatermark: the follower's Fetch names its high
+// watermark (-1 unknown) at v18 (KafkaRaftClient.buildFetchRequest), and
+// ServedVersions serve Fetch up to 18 as Kafka 4.4's controller does.
+func TestFetchRequestCarriesHighWatermark(t *testing.T) {
+	n := &Node{cfg: Config{NodeID: 2, ClusterID: "cluster"}}
+	r := n.toKmsgRequest(Message{Type: MsgFetch, To: 1, Epoch: 3, LastOffset: 9, LastEpoch: 3, FetcherHW: 7, HasFetcherHW: true}).(*kmsg.FetchRequest)
+	if r.Version != 18 || r.Topics[0].Partitions[0].HighWatermark != 7 {
+		t.Errorf("v%d hw %d", r.Version, r.Topics[0].Partitions[0].HighWatermark)
+	}
+	r = n.toKmsgRequest(Message{Type: MsgFetch, To: 1, Epoch: 3, LastOffset: 0, LastEpoch: 0, FetcherHW: -1, HasFetcherHW: true}).(*kmsg.FetchRequest)
+	if hw := r.Topics[0].Partitions[0].HighWatermark; hw != -1 {
+		t.Errorf("unknown hw sent as %d", hw)
+	}
+	if v := ServedVersions[1]; v != [2]int16{4, 18} {
+		t.Errorf("Fetch served %v", v)
+	}
+	// decoded: v18 keeps it, v17 drops it
+	for _, tc := range []struct {
+		version int16
+		has     bool
+	}{{18, true}, {17, false}} {
+		req := fetchReq(3, 1, 0, 0, 0)
+		req.Version = tc.version
+		req.Topics[0].Partitions[0].HighWatermark = 5
+		m, resp, err := (&Node{cfg: Config{NodeID: 1, ClusterID: "cluster"}}).fromKmsgRequest(req)
+		if err != nil || resp != nil || m.HasFetcherHW != tc.has || tc.has && m.FetcherHW != 5 {
+			t.Errorf("v%d: %+v %v %v", tc.version, m, resp, err)
+		}
+	}
+}

@@ -108,3 +108,57 @@ func TestNodeOverTCP(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportFetchHighWatermarkByVersion: the transport sends Fetch at the
+// peer's newest version; to a peer serving Fetch only up to v17 (an older
+// kgo-broker) the v18 HighWatermark is left off the wire, as Kafka's
+// serializer leaves an ignorable field of a newer version.
+func TestTransportFetchHighWatermarkByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		max    int16
+		wantHW int64
+	}{{18, 5}, {17, FetcherHWNotSupported}} {
+		served := map[int16][2]int16{18: {0, 4}, 1: {4, tc.max}}
+		versions := protocol.NewVersionTable(served)
+		type seen struct {
+			version int16
+			hw      int64
+		}
+		got := make(chan seen, 1)
+		h := protocol.HandlerFunc(func(ctx context.Context, req *protocol.Request) (protocol.Response, error) {
+			switch r := req.Msg.(type) {
+			case *kmsg.ApiVersionsRequest:
+				resp := kmsg.NewPtrApiVersionsResponse()
+				resp.Version = req.Version
+				for k, v := range served {
+					resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: v[0], MaxVersion: v[1]})
+				}
+				return protocol.Response{Msg: resp}, nil
+			case *kmsg.FetchRequest:
+				got <- seen{req.Version, r.Topics[0].Partitions[0].HighWatermark}
+				return protocol.Response{Msg: r.ResponseKind()}, nil
+			}
+			return protocol.Response{}, nil
+		})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &protocol.Server{Handler: h, Versions: versions, ListenerName: "CONTROLLER"}
+		go srv.Serve(ln)
+		a := ln.Addr().(*net.TCPAddr)
+		tr := NewClientTransport(map[int32]VoterEndpoint{1: {Host: "127.0.0.1", Port: a.Port}}, "test", nil)
+		n := &Node{cfg: Config{NodeID: 2, ClusterID: "cid"}}
+		req := n.toKmsgRequest(Message{Type: MsgFetch, To: 1, Epoch: 1, FetcherHW: 5, HasFetcherHW: true})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := tr.Send(ctx, Peer{ID: 1}, req); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if s := <-got; s.version != tc.max || s.hw != tc.wantHW {
+			t.Errorf("peer serving up to v%d got v%d hw %d, want hw %d", tc.max, s.version, s.hw, tc.wantHW)
+		}
+		tr.Close()
+		srv.Close()
+	}
+}

@@ -69,6 +69,9 @@ func (t *ClientTransport) Send(ctx context.Context, to Peer, req kmsg.Request) (
 	if err != nil {
 		return nil, err
 	}
+	if fr, ok := req.(*kmsg.FetchRequest); ok {
+		clearFetcherHWBelow18(c, fr)
+	}
 	resp, err := c.Request(ctx, req)
 	if err != nil && c.Err() != nil {
 		t.drop(addr, c)
@@ -146,4 +149,19 @@ func (t *ClientTransport) Close() error {
 		tc.mu.Unlock()
 	}
 	return nil
+}
+
+// clearFetcherHWBelow18 leaves Fetch's HighWatermark at its default when the
+// peer serves Fetch only up to v17: the field is v18's (KIP-1166), and
+// Kafka's serializer leaves an ignorable field of a newer version off the
+// wire (kmsg would write the tag at any flexible version).
+func clearFetcherHWBelow18(c *protocol.Client, r *kmsg.FetchRequest) {
+	if _, max, ok := c.Versions(r.Key()); !ok || max >= 18 {
+		return
+	}
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			r.Topics[i].Partitions[j].HighWatermark = FetcherHWNotSupported
+		}
+	}
 }

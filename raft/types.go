@@ -159,7 +159,7 @@ func (t MsgType) IsResponse() bool {
 //	BeginQuorumEpoch: Epoch, LeaderID, VoterKey, LeaderEndpoints (the leader's listeners)
 //	EndQuorumEpoch:   Epoch, LeaderID, PreferredCandidates, LeaderEndpoints
 //	Fetch:            Epoch (current leader epoch), LastOffset (fetch offset),
-//	                  LastEpoch (last fetched epoch), MaxWaitMs
+//	                  LastEpoch (last fetched epoch), MaxWaitMs, FetcherHW (v18)
 //	FetchResp:        Epoch/LeaderID, Error, HighWatermark, Diverging, SnapshotID, Entries;
 //	                  a leader's outgoing FetchResp has ReadFrom/ReadTo set and the
 //	                  environment fills Entries from its log before delivery.
@@ -205,7 +205,13 @@ type Message struct {
 	ErrorMessage     *string
 	KRaftRange       *[2]int16 // ApiVersionsResp: kraft.version supported range
 
-	MaxWaitMs     int64
+	MaxWaitMs int64
+	// FetcherHW is the high watermark the sender of a Fetch knows (-1
+	// unknown) when HasFetcherHW: Fetch v18 (KIP-1166). A leader answers a
+	// fetcher that is behind its high watermark at once instead of parking
+	// the fetch. Not set: the fetcher does not send it (before v18).
+	FetcherHW     int64
+	HasFetcherHW  bool
 	HighWatermark int64
 	Diverging     *OffsetAndEpoch
 	ReadFrom      int64 // -1: no records

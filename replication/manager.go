@@ -21,6 +21,12 @@ type LogManager interface {
 	DeleteLog(tp storage.TopicPartition) error
 }
 
+// dirLogManager is a LogManager that can create a new log in a chosen log
+// dir (storage.Manager.GetOrCreateLogIn).
+type dirLogManager interface {
+	GetOrCreateLogIn(tp storage.TopicPartition, topicID [16]byte, cfg storage.Config, dir string) (*storage.Log, error)
+}
+
 // Config configures a ReplicaManager.
 type Config struct {
 	// NodeID is this broker's node.id.
@@ -45,6 +51,11 @@ type Config struct {
 	// BrokerEpoch returns this broker's registration epoch, sent with
 	// AllocateProducerIDs.
 	BrokerEpoch func() int64
+	// LogDirByID names the log dir of a directory.id (meta.properties);
+	// with it a new replica's log goes to the directory the metadata names
+	// for this broker (KIP-858; LogManager.getOrCreateLog's
+	// targetLogDirectoryId), else to the least loaded dir.
+	LogDirByID func(id [16]byte) (string, bool)
 
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots
 	// (default 1000; negative disables sessions).
@@ -291,7 +302,7 @@ func (rm *ReplicaManager) applyPartition(p *Partition, mp *metadatacache.Partiti
 	defer p.mu.Unlock()
 	log := rm.zapPartition(p)
 	if p.log == nil {
-		l, err := rm.cfg.Logs.GetOrCreateLog(p.tp, p.topicID, cfg)
+		l, err := rm.createLog(p, mp, cfg)
 		if err != nil {
 			rm.logger.Error("creating partition log failed", append(log, zap.Error(err))...)
 			return false
@@ -393,4 +404,35 @@ func topicKeysOf(m map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// createLog creates (or opens) p's log: in the log dir the metadata names
+// for this broker's replica when that is a real directory this broker has
+// (not MIGRATING, UNASSIGNED or LOST, DirectoryId.reserved), else where
+// the log manager puts new logs (the least loaded dir); the broker then
+// reports the directory it used (AssignReplicasToDirs).
+func (rm *ReplicaManager) createLog(p *Partition, mp *metadatacache.Partition, cfg storage.Config) (*storage.Log, error) {
+	if dl, ok := rm.cfg.Logs.(dirLogManager); ok && rm.cfg.LogDirByID != nil && len(mp.Directories) == len(mp.Replicas) {
+		for i, r := range mp.Replicas {
+			if r != rm.cfg.NodeID || reservedDirID(mp.Directories[i]) {
+				continue
+			}
+			if dir, ok := rm.cfg.LogDirByID(mp.Directories[i]); ok {
+				return dl.GetOrCreateLogIn(p.tp, p.topicID, cfg, dir)
+			}
+		}
+	}
+	return rm.cfg.Logs.GetOrCreateLog(p.tp, p.topicID, cfg)
+}
+
+// reservedDirID is DirectoryId.reserved: the first 8 bytes zero and the
+// last 8 below 100 (MIGRATING 0, UNASSIGNED 1, LOST 2 and the ids kept for
+// later).
+func reservedDirID(id [16]byte) bool {
+	for _, b := range id[:15] {
+		if b != 0 {
+			return false
+		}
+	}
+	return id[15] < 100
 }

@@ -501,6 +501,17 @@ func (m *Manager) Logs() map[TopicPartition]*Log {
 // logs. For an existing log, cfg replaces its config and a topic id is checked (or
 // recorded when the log had none).
 func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
+	return m.getOrCreateLog(tp, topicID, cfg, "")
+}
+
+// GetOrCreateLogIn is GetOrCreateLog creating a new log in dir when dir is
+// one of the online log dirs (LogManager.getOrCreateLog with a target
+// directory id, KIP-858), else in the one holding the fewest logs.
+func (m *Manager) GetOrCreateLogIn(tp TopicPartition, topicID [16]byte, cfg Config, dir string) (*Log, error) {
+	return m.getOrCreateLog(tp, topicID, cfg, dir)
+}
+
+func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config, prefer string) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.closed {
@@ -543,6 +554,9 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	}
 	sort.SliceStable(dirs, func(i, j int) bool { return counts[dirs[i]] < counts[dirs[j]] })
 	dir := dirs[0]
+	if prefer != "" && slices.Contains(dirs, prefer) {
+		dir = prefer
+	}
 	if cfg.SegmentBytes == 0 {
 		cfg = m.o.Config
 	}

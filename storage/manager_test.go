@@ -137,3 +137,33 @@ func TestConfigWithValid(t *testing.T) {
 		t.Fatalf("reported %v", bad)
 	}
 }
+
+// TestGetOrCreateLogIn: a new log goes to the log dir asked for (KIP-858:
+// the directory the metadata names), even when another holds fewer logs;
+// a dir that is not a log dir falls back to the least loaded one; an
+// existing log stays where it is.
+func TestGetOrCreateLogIn(t *testing.T) {
+	fs := vfs.NewMem()
+	m, err := OpenManager(ManagerOptions{FS: fs, LogDirs: []string{"/d1", "/d2"}, Now: newClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	id := [16]byte{1}
+	for p, dir := range []string{"/d1", "/d1", "/elsewhere"} {
+		if _, err := m.GetOrCreateLogIn(TopicPartition{"t", int32(p)}, id, DefaultConfig(), dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, want := range []string{"/d1", "/d1", "/d2"} {
+		if got, _ := m.LogDirOf(TopicPartition{"t", int32(p)}); got != want {
+			t.Errorf("t-%d in %s, want %s", p, got, want)
+		}
+	}
+	if _, err := m.GetOrCreateLogIn(TopicPartition{"t", 0}, id, DefaultConfig(), "/d2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.LogDirOf(TopicPartition{"t", 0}); got != "/d1" {
+		t.Errorf("an existing log moved to %s", got)
+	}
+}
