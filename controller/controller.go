@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -66,6 +66,11 @@ type Config struct {
 	DeleteTopicDisable bool
 	// UncleanLeaderElectionEnable is the static unclean.leader.election.enable.
 	UncleanLeaderElectionEnable bool
+	// MinInsyncReplicas is the static min.insync.replicas (1 when zero): a
+	// topic's effective min ISR when no dynamic config sets it, which the
+	// ELR rules (KIP-966) compare the ISR with, and the cluster-level config
+	// the controller writes when ELR is enabled.
+	MinInsyncReplicas int
 
 	// ValidateTopicConfig checks one topic config (name, value); its error
 	// text becomes the INVALID_CONFIG message. Nil accepts everything.
@@ -89,12 +94,6 @@ type Config struct {
 	BootstrapFeatures []Feature
 	// MetadataLogDir is metadata.log.dir, where the bootstrap files are.
 	MetadataLogDir string
-	// BootstrapClusterConfigs are written on an empty log as cluster-level
-	// (BROKER resource "") ConfigRecords. Kafka 4.1+ bootstraps new clusters
-	// with eligible.leader.replicas enabled, which adds the cluster-level
-	// min.insync.replicas (KIP-966); tools then list min.insync.replicas
-	// among every topic's Configs, so kgo-broker writes it too.
-	BootstrapClusterConfigs map[string]string
 
 	// QuorumNodeIDs returns the ids of the controller quorum's voters
 	// (QuorumFeatures.quorumNodeIds): UpdateFeatures refuses a change while
@@ -204,7 +203,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.mu.SetRank(lockrank.ControllerDecide)
 	c.stateMu.SetRank(lockrank.ControllerState)
-	c.st.nodeID, c.st.staticUnclean = cfg.NodeID, cfg.UncleanLeaderElectionEnable
+	c.st.nodeID, c.st.staticUnclean, c.st.staticMinISR = cfg.NodeID, cfg.UncleanLeaderElectionEnable, cfg.MinInsyncReplicas
 	c.bootstrapExtra = extra
 	c.mu.rnd = cfg.Rand
 	if c.mu.rnd == nil {
@@ -299,6 +298,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.listPartitionReassignments(r), nil
 	case *kmsg.AlterPartitionRequest:
 		return c.alterPartition(ctx, r), nil
+	case *kmsg.ElectLeadersRequest:
+		return c.electLeaders(ctx, r), nil
 	case *kmsg.UpdateFeaturesRequest:
 		return c.updateFeatures(ctx, r), nil
 	case *kmsg.UnregisterControllerRequest:
@@ -512,9 +513,12 @@ func (c *Controller) maybeActivate() {
 // log: the bootstrap features in a metadata transaction (metadata.version
 // first, then the others by name).
 func (c *Controller) bootstrapRecords() []metadatacache.Record {
-	var mv int16
+	var mv, elr int16
 	var others []Feature
 	for _, f := range c.cfg.BootstrapFeatures {
+		if f.Name == featureELRVersion {
+			elr = f.Level
+		}
 		if f.Name == featureMetadataVersion {
 			mv = f.Level
 		} else if f.Name != featureKRaftVersion && f.Level > 0 {
@@ -534,23 +538,21 @@ func (c *Controller) bootstrapRecords() []metadatacache.Record {
 		recs = append(recs, featureRecord(f.Name, f.Level))
 	}
 	recs = append(recs, c.bootstrapExtra...)
-	names := make([]string, 0, len(c.cfg.BootstrapClusterConfigs))
-	for name := range c.cfg.BootstrapClusterConfigs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		r := metadatacache.NewConfigRecord()
-		r.ResourceType = metadatacache.ConfigResourceBroker
-		r.Name = name
-		r.Value = strp(c.cfg.BootstrapClusterConfigs[name])
-		recs = append(recs, r)
+	// ActivationRecordsGenerator: a cluster bootstrapped with ELR (Kafka
+	// 4.1+'s default) gets the cluster-level min.insync.replicas (KIP-966),
+	// which the ELR rules need fixed; tools then list it among every
+	// topic's Configs.
+	if elr > 0 {
+		recs = append(recs, configRecord(resourceBroker, "", "min.insync.replicas", strp(strconv.Itoa(c.minISR()))))
 	}
 	if txn {
 		recs = append(recs, metadatacache.NewEndTransactionRecord())
 	}
 	return recs
 }
+
+// minISR is the static min.insync.replicas (1 when unset).
+func (c *Controller) minISR() int { return max(c.cfg.MinInsyncReplicas, 1) }
 
 func featureRecord(name string, level int16) metadatacache.Record {
 	r := metadatacache.NewFeatureLevelRecord()
@@ -577,6 +579,8 @@ func sortFeatures(fs []Feature) {
 func notController(req kmsg.Request) kmsg.Response {
 	code := kerr.NotController.Code
 	switch r := req.(type) {
+	case *kmsg.ElectLeadersRequest:
+		return electLeadersError(r, bareAPIError(kerr.NotController))
 	case *kmsg.CreateTopicsRequest:
 		resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 		for _, t := range r.Topics {

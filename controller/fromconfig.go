@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/kgo-broker/kgo-broker/config"
@@ -10,6 +9,7 @@ import (
 // FromBrokerConfig fills a Config from the broker configuration: node.id,
 // num.partitions, default.replication.factor, broker.session.timeout.ms,
 // metadata.max.idle.interval.ms (0 disables NoOpRecords), delete.topic.enable,
+// unclean.leader.election.enable, min.insync.replicas,
 // the topic config validation, defaults and LIST types of the config
 // package, and metadata.log.dir (where the bootstrap metadata is read from).
 // The caller sets Raft, ClusterID, Logger and Now.
@@ -30,7 +30,7 @@ func FromBrokerConfig(bc *config.Config) Config {
 		ValidateTopicConfig:         config.ValidateTopicConfig,
 		TopicConfigs:                topicConfigsFrom(bc),
 		ListConfig:                  listConfig,
-		BootstrapClusterConfigs:     map[string]string{"min.insync.replicas": strconv.Itoa(int(bc.Int("min.insync.replicas")))},
+		MinInsyncReplicas:           int(bc.Int("min.insync.replicas")),
 	}
 }
 
