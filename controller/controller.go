@@ -66,6 +66,15 @@ type Config struct {
 	DeleteTopicDisable bool
 	// UncleanLeaderElectionEnable is the static unclean.leader.election.enable.
 	UncleanLeaderElectionEnable bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds
+	// when auto.leader.rebalance.enable is true: the period of the
+	// preferred leader elections (periodic_elections.go). Zero disables
+	// them.
+	LeaderImbalanceCheckInterval time.Duration
+	// UncleanLeaderElectionInterval is unclean.leader.election.interval.ms,
+	// the period of the unclean elections of leaderless partitions (5
+	// minutes when zero; negative disables them).
+	UncleanLeaderElectionInterval time.Duration
 	// MinInsyncReplicas is the static min.insync.replicas (1 when zero): a
 	// topic's effective min ISR when no dynamic config sets it, which the
 	// ELR rules (KIP-966) compare the ISR with, and the cluster-level config
@@ -167,6 +176,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.MaxIdleInterval == 0 {
 		cfg.MaxIdleInterval = 500 * time.Millisecond
+	}
+	if cfg.UncleanLeaderElectionInterval == 0 {
+		cfg.UncleanLeaderElectionInterval = 5 * time.Minute
 	}
 	var extra []metadatacache.Record
 	if cfg.BootstrapFeatures == nil && cfg.MetadataLogDir != "" {
@@ -407,6 +419,17 @@ func (c *Controller) run() {
 	}
 	sessions := time.NewTicker(check)
 	defer sessions.Stop()
+	var preferred, unclean <-chan time.Time
+	if c.cfg.LeaderImbalanceCheckInterval > 0 {
+		t := time.NewTicker(c.cfg.LeaderImbalanceCheckInterval)
+		defer t.Stop()
+		preferred = t.C
+	}
+	if c.cfg.UncleanLeaderElectionInterval > 0 {
+		t := time.NewTicker(c.cfg.UncleanLeaderElectionInterval)
+		defer t.Stop()
+		unclean = t.C
+	}
 	for {
 		select {
 		case <-c.closeCh:
@@ -418,6 +441,12 @@ func (c *Controller) run() {
 		case <-sessions.C:
 			c.maybeActivate()
 			c.fenceStaleBrokers()
+		case <-preferred:
+			for c.balancePartitionLeaders() {
+			}
+		case <-unclean:
+			for c.electUncleanLeaders() {
+			}
 		}
 	}
 }

@@ -497,3 +497,57 @@ func TestElectLeadersUncleanNoneAvailable(t *testing.T) {
 		t.Fatalf("%v", kerr.ErrorForCode(c))
 	}
 }
+
+// The periodic tasks: preferred leaders come back (auto.leader.rebalance),
+// leaderless partitions of topics with unclean.leader.election.enable get
+// an unclean leader, others keep waiting for an eligible one.
+func TestPeriodicElections(t *testing.T) {
+	e := newTestEnv(t, nil)
+	epochs := map[int32]int64{1: e.addBroker(1), 2: e.addBroker(2)}
+	rt := e.createTopic("t", 1, 2)
+	p := e.partition("t")
+	pref, other := p.Replicas[0], p.Replicas[1]
+	e.heartbeat(pref, epochs[pref], e.c.Image().Offset, true, false)
+	e.heartbeat(pref, epochs[pref], e.c.Image().Offset, false, false)
+	if e.c.balancePartitionLeaders() {
+		t.Fatal("more pending")
+	}
+	if p = e.partition("t"); p.Leader != other {
+		t.Fatalf("the preferred replica is outside the ISR but was elected: %+v", p)
+	}
+	e.alterIsr(rt.TopicID, other, epochs, other, pref)
+	e.c.balancePartitionLeaders()
+	if p = e.partition("t"); p.Leader != pref {
+		t.Fatalf("after balancing: %+v", p)
+	}
+
+	// Two leaderless partitions whose only eligible replica is fenced.
+	for _, name := range []string{"clean", "dirty"} {
+		rt := e.createTopic(name, 1, 2)
+		leader := e.partition(name).Leader
+		e.alterIsr(rt.TopicID, leader, epochs, leader)
+	}
+	cl, dl := e.partition("clean").Leader, e.partition("dirty").Leader
+	if cl != dl {
+		t.Skipf("the placer put the leaders on different brokers (%d, %d)", cl, dl)
+	}
+	e.heartbeat(cl, epochs[cl], e.c.Image().Offset, true, false)
+	if e.partition("clean").Leader != -1 || e.partition("dirty").Leader != -1 {
+		t.Fatalf("not leaderless: %+v %+v", e.partition("clean"), e.partition("dirty"))
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "dirty"
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "unclean.leader.election.enable", Value: strp("true")}}
+	req.Resources = append(req.Resources, res)
+	if r := e.do(req).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("%+v", r.Resources[0])
+	}
+	e.c.electUncleanLeaders()
+	if p := e.partition("clean"); p.Leader != -1 {
+		t.Fatalf("unclean election without the config: %+v", p)
+	}
+	if p := e.partition("dirty"); p.Leader == -1 || p.Leader == cl || p.LeaderRecoveryState != 1 {
+		t.Fatalf("no unclean election with the config: %+v", p)
+	}
+}
