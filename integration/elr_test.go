@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -37,6 +38,10 @@ func (p partitionView) String() string {
 func describePartition(t *testing.T, c *Cluster, addr, topic string) (partitionView, error) {
 	cl := c.Client([]string{addr})
 	defer cl.Close()
+	return describePartitionWith(t, cl, topic)
+}
+
+func describePartitionWith(t *testing.T, cl *kgo.Client, topic string) (partitionView, error) {
 	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
 	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
 	rt.Topic = topic
@@ -228,4 +233,64 @@ func TestELRAndLeaderElections(t *testing.T) {
 		t.Errorf("kafka-leader-election.sh UNCLEAN with a leader:\n%s", r)
 	}
 	c.Node(4).Start()
+}
+
+// TestMixedELR: eligible leader replicas across implementations, at Kafka
+// 4.4's default (eligible.leader.replicas.version 1). A Kafka 4.4
+// controller with kgo-broker and Kafka brokers, then a kgo-broker
+// controller with the same mix: a follower of an RF=3,
+// min.insync.replicas=3 topic is killed, the controller moves it from the
+// ISR to the ELR, and both kinds of broker show the same ISR and ELR in
+// DescribeTopicPartitions (each decodes the other's PartitionChangeRecord
+// v2); the follower comes back and the ELR empties.
+func TestMixedELR(t *testing.T) {
+	for _, ctl := range []nodeKind{kindKafka, kindKgo} {
+		t.Run(ctl.String()+"-controller", func(t *testing.T) {
+			c := startMixed(t, mixedSpec{ID: 1, Kind: ctl, Controller: true},
+				mixedSpec{ID: 2, Kind: kindKgo}, mixedSpec{ID: 3, Kind: kindKgo}, mixedSpec{ID: 4, Kind: kindKafka})
+			c.waitBrokers(3 * time.Minute)
+			const topic = "mixed-elr"
+			cl := c.client(t, nil)
+			req := kmsg.NewPtrCreateTopicsRequest()
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+			rt.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{2, 3, 4}}}
+			rt.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "min.insync.replicas", Value: kmsg.StringPtr("3")}}
+			req.Topics = append(req.Topics, rt)
+			req.TimeoutMillis = 30000
+			resp, err := req.RequestWith(ctxT(t, 60*time.Second), cl)
+			if err != nil || resp.Topics[0].ErrorCode != 0 {
+				t.Fatalf("create %s: %v %+v", topic, err, resp)
+			}
+			// views waits until every broker but down shows ok.
+			views := func(what string, down int32, ok func(partitionView) bool) {
+				t.Helper()
+				for _, b := range c.brokers() {
+					if b.ID == down {
+						continue
+					}
+					bcl := c.client(t, []*mixedNode{b})
+					waitFor(t, 90*time.Second, fmt.Sprintf("%s on %s broker %d", what, b.Kind, b.ID), func() error {
+						v, err := describePartitionWith(t, bcl, topic)
+						if err != nil {
+							return err
+						}
+						if !ok(v) {
+							return fmt.Errorf("%s", v)
+						}
+						return nil
+					})
+				}
+			}
+			views("ISR 2,3,4", -1, func(v partitionView) bool {
+				return v.leader == 2 && slices.Equal(v.isr, []int32{2, 3, 4}) && len(v.elr) == 0
+			})
+			c.node(3).Kill()
+			views("3 in the ELR", 3, func(v partitionView) bool {
+				return v.leader == 2 && slices.Equal(v.isr, []int32{2, 4}) && slices.Equal(v.elr, []int32{3}) && len(v.lastElr) == 0
+			})
+			c.node(3).Start()
+			views("the ELR empty again", -1, func(v partitionView) bool { return slices.Equal(v.isr, []int32{2, 3, 4}) && len(v.elr) == 0 })
+		})
+	}
 }
