@@ -551,3 +551,27 @@ func TestPeriodicElections(t *testing.T) {
 		t.Fatalf("no unclean election with the config: %+v", p)
 	}
 }
+
+// ELR needs metadata.version 4.0-IV1 (23): below it the upgrade is refused,
+// and nothing is written (no cluster-level min ISR either).
+func TestELRUpgradeNeedsMetadataVersion(t *testing.T) {
+	e := newTestEnv(t, func(cfg *Config) { cfg.BootstrapFeatures = []Feature{{"metadata.version", 22}} })
+	e.addBroker(1)
+	resp := e.do(updateFeatures(2, false, featureUpdate(featureELRVersion, 1, upgradeUpgrade))).(*kmsg.UpdateFeaturesResponse)
+	want := "INVALID_UPDATE_VERSION: The update failed for all features since the following feature had an error: " +
+		"Invalid update version 1 for feature eligible.leader.replicas.version. eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"
+	if got := errOf(resp.ErrorCode, resp.ErrorMessage); got != want {
+		t.Fatalf("%s\nwant %s", got, want)
+	}
+	if _, ok := e.c.Image().DefaultBrokerConfig()["min.insync.replicas"]; ok {
+		t.Fatal("a refused upgrade wrote the cluster-level min.insync.replicas")
+	}
+	// Both at once: metadata.version first makes it valid.
+	resp = e.do(updateFeatures(2, false, featureUpdate("metadata.version", 23, upgradeUpgrade), featureUpdate(featureELRVersion, 1, upgradeUpgrade))).(*kmsg.UpdateFeaturesResponse)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("%s", errOf(resp.ErrorCode, resp.ErrorMessage))
+	}
+	if l, _ := e.c.Image().Feature(featureELRVersion); l != 1 {
+		t.Fatalf("eligible.leader.replicas.version %d", l)
+	}
+}
