@@ -575,3 +575,28 @@ func TestELRUpgradeNeedsMetadataVersion(t *testing.T) {
 		t.Fatalf("eligible.leader.replicas.version %d", l)
 	}
 }
+
+// unclean.leader.election.enable at the cluster level (BROKER "") applies
+// to every topic's automatic elections, ELR or not: when the last ISR
+// member is fenced, an active replica outside the ISR and ELR is elected.
+func TestUncleanElectionClusterConfig(t *testing.T) {
+	e := newTestEnv(t, nil)
+	epochs := map[int32]int64{1: e.addBroker(1), 2: e.addBroker(2)}
+	rt := e.createTopic("t", 1, 2)
+	leader := e.partition("t").Leader
+	follower := 3 - leader
+	e.alterIsr(rt.TopicID, leader, epochs, leader)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceTypeBroker
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "unclean.leader.election.enable", Value: strp("true")}}
+	req.Resources = append(req.Resources, res)
+	if r := e.do(req).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("%+v", r.Resources[0])
+	}
+	e.heartbeat(leader, epochs[leader], e.c.Image().Offset, true, false)
+	p := e.partition("t")
+	if p.Leader != follower || !slices.Equal(p.Isr, []int32{follower}) || len(p.Elr) != 0 || p.LeaderRecoveryState != 1 {
+		t.Fatalf("after fencing the last ISR member: %+v", p)
+	}
+}
