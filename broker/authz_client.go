@@ -38,9 +38,11 @@ package broker
 //	OffsetForLeaderEpoch follower: CLUSTER_ACTION; consumer: DESCRIBE topic
 //	DescribeLogDirs      DESCRIBE cluster
 //	ElectLeaders, AlterPartitionReassignments, AlterReplicaLogDirs   ALTER cluster
-//	AlterClientQuotas    ALTER_CONFIGS cluster (these four are answered on the
-//	                     broker, with the capability off; Kafka's controller asks
-//	                     the same for the forwarded ones)
+//	AlterClientQuotas    ALTER_CONFIGS cluster (Kafka's controller asks the
+//	                     same for the forwarded ones; ElectLeaders and
+//	                     AlterClientQuotas are forwarded and the CONTROLLER
+//	                     listener checks them again as the Envelope's
+//	                     principal, the other two are answered on the broker)
 //	DescribeUserScramCredentials, DescribeClientQuotas   DESCRIBE / DESCRIBE_CONFIGS cluster
 
 import (

@@ -198,37 +198,6 @@ func TestTelemetrySubscriptionID(t *testing.T) {
 	}
 }
 
-func TestElectLeadersFromImage(t *testing.T) {
-	b := apiTestBroker(t)
-	req := kmsg.NewPtrElectLeadersRequest()
-	req.ElectionType = electionPreferred
-	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0, 1, 2, 9}}, {Topic: "nope", Partitions: []int32{0}}}
-	resp := call[*kmsg.ElectLeadersResponse](t, b, "PLAINTEXT", req, 2)
-	want := map[string][]int16{
-		"t":    {kerr.ElectionNotNeeded.Code, kerr.PreferredLeaderNotAvailable.Code, kerr.PreferredLeaderNotAvailable.Code, kerr.UnknownTopicOrPartition.Code},
-		"nope": {kerr.UnknownTopicOrPartition.Code},
-	}
-	for _, rt := range resp.Topics {
-		for i, p := range rt.Partitions {
-			if p.ErrorCode != want[rt.Topic][i] {
-				t.Errorf("preferred %s-%d: %d, want %d", rt.Topic, p.Partition, p.ErrorCode, want[rt.Topic][i])
-			}
-		}
-	}
-	req.ElectionType = electionUnclean
-	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0, 2}}}
-	resp = call[*kmsg.ElectLeadersResponse](t, b, "CONTROLLER", req, 2)
-	if got := resp.Topics[0].Partitions; got[0].ErrorCode != kerr.ElectionNotNeeded.Code || got[1].ErrorCode != kerr.EligibleLeadersNotAvailable.Code {
-		t.Errorf("unclean: %+v", got)
-	}
-	// All partitions: only those whose election is needed are listed.
-	req.ElectionType, req.Topics = electionPreferred, nil
-	resp = call[*kmsg.ElectLeadersResponse](t, b, "PLAINTEXT", req, 2)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 || resp.Topics[0].Partitions[0].Partition != 1 {
-		t.Errorf("all partitions: %+v", resp.Topics)
-	}
-}
-
 func TestAlterPartitionReassignmentsFromImage(t *testing.T) {
 	b := apiTestBroker(t)
 	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()

@@ -61,6 +61,7 @@ var controllerClusterOps = map[int16]authorizer.Operation{
 	49: opAlterConfigs,  // AlterClientQuotas
 	60: opAlter,         // DescribeCluster: on a controller it needs ALTER
 	46: opDescribe,      // ListPartitionReassignments
+	43: opAlter,         // ElectLeaders
 }
 
 // authorizeControllerRequest answers req itself when authorization refuses

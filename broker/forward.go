@@ -317,6 +317,15 @@ func notController(resp kmsg.Response) bool {
 		code = r.ErrorCode
 	case *kmsg.ListPartitionReassignmentsResponse:
 		code = r.ErrorCode
+	case *kmsg.ElectLeadersResponse:
+		code = r.ErrorCode
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.NotController.Code {
+					return true
+				}
+			}
+		}
 	case *kmsg.DescribeQuorumResponse:
 		code = r.ErrorCode
 		if code == 0 {

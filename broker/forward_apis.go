@@ -11,7 +11,7 @@ package broker
 //	AlterUserScramCredentials v0, AlterClientQuotas v0-1, AddRaftVoter v0-1,
 //	RemoveRaftVoter v0 (KIP-853: kafka-metadata-quorum.sh add-controller /
 //	remove-controller with --bootstrap-server), UnregisterController v0
-//	(KIP-1223).
+//	(KIP-1223), ElectLeaders v0-2 (43_elect_leaders.go).
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
 // Kafka 4.4) that kgo-broker's controller serves; CreateAcls and DeleteAcls
@@ -21,7 +21,7 @@ package broker
 // forwarded the same way whenever the CONTROLLER listener serves them (it
 // does: 64_unregister_broker.go and the KIP-853 files), answered on the
 // broker as Kafka's controller answers with the capability off otherwise.
-// Kafka also forwards the delegation token APIs, ElectLeaders and
+// Kafka also forwards the delegation token APIs and
 // AlterPartitionReassignments; a
 // kgo-broker broker answers those itself, with Kafka's answers for the
 // capability off (their files say which).
@@ -144,6 +144,19 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.ElectLeadersRequest:
+		out := resp.(*kmsg.ElectLeadersResponse)
+		out.ErrorCode = code
+		for _, t := range req.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+		}
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
 		seen := map[string]bool{}

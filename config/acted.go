@@ -86,6 +86,10 @@ var actedKeys = append([]string{
 	"replica.fetch.backoff.ms",
 	"replica.high.watermark.checkpoint.interval.ms",
 	"unclean.leader.election.enable",
+	// the controller's periodic elections (controller/periodic_elections.go)
+	"auto.leader.rebalance.enable",
+	"leader.imbalance.check.interval.seconds",
+	"unclean.leader.election.interval.ms",
 	"connections.max.idle.ms",
 	"transaction.state.log.num.partitions",
 	"transaction.state.log.replication.factor",

@@ -74,14 +74,21 @@ func (c *Controller) alterPartition(ctx context.Context, req *kmsg.AlterPartitio
 					rt.Partitions = append(rt.Partitions, rp)
 					continue
 				}
-				acceptable := func(r int32) bool { return s.active(r) }
-				rec := buildPartitionChange(mv, id, pd.Partition, p, newIsr, acceptable, pd.LeaderRecoveryState, false)
+				b := s.newChangeBuilder(mv, topic, pd.Partition, p, s.active)
+				if s.uncleanElection(topic.name) {
+					b.election = electUnclean
+				}
+				b.targetIsr, b.targetLRS = newIsr, pd.LeaderRecoveryState
+				rec := b.build()
 				after := *p
 				if rec != nil {
 					recs = append(recs, rec)
 					after.partitionEpoch++
 					if rec.Isr != nil {
 						after.isr = rec.Isr
+					}
+					if rec.EligibleLeaderReplicas != nil {
+						after.elr = rec.EligibleLeaderReplicas
 					}
 					if rec.Leader != metadatacache.NoLeaderChange {
 						after.leader = rec.Leader

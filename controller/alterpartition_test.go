@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -106,7 +107,8 @@ func TestUncleanLeaderElectionOnFence(t *testing.T) {
 			if p.Leader != follower || len(p.Isr) != 1 || p.Isr[0] != follower || p.LeaderRecoveryState != 1 {
 				t.Fatalf("unclean: %+v", p)
 			}
-		} else if p.Leader != -1 || len(p.Isr) != 1 || p.Isr[0] != leader {
+		} else if p.Leader != -1 || len(p.Isr) != 0 || !slices.Equal(p.Elr, []int32{leader}) || !slices.Equal(p.LastKnownElr, []int32{leader}) {
+			// ELR (KIP-966): the ISR empties into the ELR.
 			t.Fatalf("clean: %+v", p)
 		}
 		e.stop()

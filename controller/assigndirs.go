@@ -104,7 +104,8 @@ func (c *Controller) assignReplicasToDirs(ctx context.Context, req *kmsg.AssignR
 		// The leader and ISR changes are built from the state before the
 		// directory records, as Kafka's are (both land in one batch).
 		for _, o := range offline {
-			if r := partitionChange(s, mv, o.t, o.pid, o.t.parts[o.pid], req.BrokerID, -1); r != nil {
+			// generateLeaderAndIsrUpdates(brokerToRemove = the broker)
+			if r := s.leaderAndIsrUpdate(mv, o.t, o.pid, o.t.parts[o.pid], req.BrokerID, -1, -1); r != nil {
 				recs = append(recs, r)
 			}
 		}

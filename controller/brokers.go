@@ -85,10 +85,12 @@ func (c *Controller) registerBroker(ctx context.Context, req *kmsg.BrokerRegistr
 		return fail(newAPIError(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", c.cfg.ClusterID, req.ClusterID))
 	}
 	var (
-		rec     *metadatacache.RegisterBrokerRecord
-		apiErr  *apiError
-		newInc  bool
-		prevEnd int64
+		rec      *metadatacache.RegisterBrokerRecord
+		apiErr   *apiError
+		newInc   bool
+		prevEnd  int64
+		shutdown []metadatacache.Record
+		clean    bool
 	)
 	c.view(func(s *state) {
 		mv := s.metadataVersion()
@@ -127,6 +129,18 @@ func (c *Controller) registerBroker(ctx context.Context, req *kmsg.BrokerRegistr
 		}
 		newInc = existing == nil || existing.incarnation != req.IncarnationID
 		if newInc {
+			// A new incarnation: the previous one is gone. Its clean
+			// shutdown is proven by the broker epoch it kept
+			// (PreviousBrokerEpoch, v3+, read from .kafka_cleanshutdown)
+			// matching the registration's (ClusterControlManager).
+			stored := int64(-2)
+			if existing != nil {
+				stored = existing.epoch
+			}
+			clean = req.Version >= 3 && stored == req.PreviousBrokerEpoch
+			shutdown = brokerShutdownRecords(s, mv, req.BrokerID, clean)
+			// The epoch is the offset the batch starts at, as Kafka uses
+			// nextWriteOffset (the shutdown records come first).
 			rec.BrokerEpoch = c.mu.nextWriteOffset
 			rec.Fenced = true
 			rec.InControlledShutdown = false
@@ -140,7 +154,7 @@ func (c *Controller) registerBroker(ctx context.Context, req *kmsg.BrokerRegistr
 	if apiErr != nil {
 		return fail(apiErr)
 	}
-	if _, err := c.write(ctx, []metadatacache.Record{rec}); err != nil {
+	if _, err := c.write(ctx, append(shutdown, rec)); err != nil {
 		return fail(defaultAPIError(kerr.NotController))
 	}
 	if newInc {
@@ -150,7 +164,8 @@ func (c *Controller) registerBroker(ctx context.Context, req *kmsg.BrokerRegistr
 	ss.lastContact = c.cfg.Now()
 	if newInc {
 		c.log.Info("registered a new broker incarnation", zap.Int32("broker", req.BrokerID),
-			zap.Int64("broker_epoch", rec.BrokerEpoch), zap.Int64("previous_offset", prevEnd))
+			zap.Int64("broker_epoch", rec.BrokerEpoch), zap.Int64("previous_offset", prevEnd),
+			zap.Bool("clean_shutdown", clean), zap.Int("shutdown_records", len(shutdown)))
 	}
 	resp.BrokerEpoch = rec.BrokerEpoch
 	return resp
@@ -410,7 +425,7 @@ func hasLeaderships(s *state, id int32) bool {
 // brokerFencedRecords is handleBrokerFenced: the broker leaves every ISR
 // (and leadership), then it is fenced.
 func brokerFencedRecords(s *state, mv int16, id int32) []metadatacache.Record {
-	recs := leaderAndIsrUpdates(s, mv, id, -1, func(p *partitionState) bool { return contains(p.isr, id) })
+	recs := leaderAndIsrUpdates(s, mv, id, -1, -1, func(p *partitionState) bool { return contains(p.isr, id) })
 	b := s.brokers[id]
 	if mv >= mv3_3_IV2 {
 		r := metadatacache.NewBrokerRegistrationChangeRecord()
@@ -422,6 +437,20 @@ func brokerFencedRecords(s *state, mv int16, id int32) []metadatacache.Record {
 	r.SetVersion(0)
 	r.ID, r.Epoch = id, b.epoch
 	return append(recs, r)
+}
+
+// brokerShutdownRecords is ReplicationControlManager.handleBrokerShutdown,
+// for a broker registering a new incarnation: with ELR enabled and no
+// proof of a clean shutdown, the broker leaves every ISR and every ELR
+// (KIP-966: its log may have lost acknowledged records, so it must not be
+// elected from the ELR); otherwise it leaves every ISR, as a fenced broker
+// does.
+func brokerShutdownRecords(s *state, mv int16, id int32, clean bool) []metadatacache.Record {
+	if s.elrEnabled() && !clean {
+		recs := leaderAndIsrUpdates(s, mv, -1, -1, id, func(p *partitionState) bool { return contains(p.isr, id) })
+		return append(recs, leaderAndIsrUpdates(s, mv, -1, -1, id, func(p *partitionState) bool { return contains(p.elr, id) })...)
+	}
+	return leaderAndIsrUpdates(s, mv, id, -1, -1, func(p *partitionState) bool { return contains(p.isr, id) })
 }
 
 // brokerUnfencedRecords is handleBrokerUnfenced: the broker is unfenced,
@@ -439,7 +468,7 @@ func brokerUnfencedRecords(s *state, mv int16, id int32, epoch int64) []metadata
 		r.ID, r.Epoch = id, epoch
 		recs = append(recs, r)
 	}
-	return append(recs, leaderAndIsrUpdates(s, mv, -1, id, func(p *partitionState) bool { return p.leader == -1 })...)
+	return append(recs, leaderAndIsrUpdates(s, mv, -1, id, -1, func(p *partitionState) bool { return p.leader == -1 })...)
 }
 
 // brokerControlledShutdownRecords is handleBrokerInControlledShutdown.
@@ -451,7 +480,7 @@ func brokerControlledShutdownRecords(s *state, mv int16, id int32, epoch int64) 
 		r.BrokerID, r.BrokerEpoch, r.InControlledShutdown = id, epoch, metadatacache.ControlledShutdownChangeIn
 		recs = append(recs, r)
 	}
-	return append(recs, leaderAndIsrUpdates(s, mv, id, -1, func(p *partitionState) bool { return contains(p.isr, id) })...)
+	return append(recs, leaderAndIsrUpdates(s, mv, id, -1, -1, func(p *partitionState) bool { return contains(p.isr, id) })...)
 }
 
 func (c *Controller) unregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) kmsg.Response {
@@ -464,7 +493,7 @@ func (c *Controller) unregisterBroker(ctx context.Context, req *kmsg.UnregisterB
 		}
 		mv := s.metadataVersion()
 		id := req.BrokerID
-		recs = leaderAndIsrUpdates(s, mv, id, -1, func(p *partitionState) bool { return contains(p.isr, id) || contains(p.elr, id) })
+		recs = leaderAndIsrUpdates(s, mv, id, -1, -1, func(p *partitionState) bool { return contains(p.isr, id) || contains(p.elr, id) })
 		r := metadatacache.NewUnregisterBrokerRecord()
 		r.SetVersion(0)
 		r.BrokerID, r.BrokerEpoch = id, b.epoch

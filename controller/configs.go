@@ -382,11 +382,15 @@ func (c *Controller) applyConfigPlans(ctx context.Context, n int, validateOnly b
 	c.view(func(s *state) {
 		for i := range n {
 			rrecs, e := plan(s, i)
+			if e == nil {
+				e = elrMinISRCheck(s, rrecs)
+			}
 			results[i] = e
 			if e == nil {
 				recs = append(recs, rrecs...)
 			}
 		}
+		recs = append(recs, clearElrRecords(s, recs)...)
 	})
 	if len(recs) > maxRecordsPerUserOp {
 		for i := range results {
@@ -402,4 +406,52 @@ func (c *Controller) applyConfigPlans(ctx context.Context, n int, validateOnly b
 		}
 	}
 	return results
+}
+
+// elrMinISRCheck refuses, while ELR is enabled, a change of a broker's own
+// min.insync.replicas or the removal of the cluster-level one
+// (ConfigurationControlManager.isDisallowedBrokerMinIsrTransition and
+// isDisallowedClusterMinIsrTransition): KIP-966's eligibility rules
+// compare every ISR with one cluster-wide (or per-topic) minimum.
+func elrMinISRCheck(s *state, recs []metadatacache.Record) *apiError {
+	if !s.elrEnabled() {
+		return nil
+	}
+	for _, r := range recs {
+		cr, ok := r.(*metadatacache.ConfigRecord)
+		if !ok || cr.Name != "min.insync.replicas" || cr.ResourceType != resourceBroker {
+			continue
+		}
+		if cr.ResourceName != "" {
+			return newAPIError(kerr.InvalidConfig, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+		}
+		if cr.Value == nil {
+			return newAPIError(kerr.InvalidConfig, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+		}
+	}
+	return nil
+}
+
+// clearElrRecords is createClearElrRecordsAsNeeded: while ELR is enabled,
+// a change of a topic's min.insync.replicas clears that topic's ELRs and a
+// change of the cluster-level one clears every ELR (ClearElrRecord): an
+// ELR member was eligible under the old minimum only.
+func clearElrRecords(s *state, recs []metadatacache.Record) []metadatacache.Record {
+	if !s.elrEnabled() {
+		return nil
+	}
+	var out []metadatacache.Record
+	for _, r := range recs {
+		cr, ok := r.(*metadatacache.ConfigRecord)
+		if !ok || cr.Name != "min.insync.replicas" {
+			continue
+		}
+		ce := metadatacache.NewClearElrRecord()
+		ce.SetVersion(0)
+		if cr.ResourceType == resourceTopic {
+			ce.TopicName = cr.ResourceName
+		}
+		out = append(out, ce)
+	}
+	return out
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -66,6 +66,20 @@ type Config struct {
 	DeleteTopicDisable bool
 	// UncleanLeaderElectionEnable is the static unclean.leader.election.enable.
 	UncleanLeaderElectionEnable bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds
+	// when auto.leader.rebalance.enable is true: the period of the
+	// preferred leader elections (periodic_elections.go). Zero disables
+	// them.
+	LeaderImbalanceCheckInterval time.Duration
+	// UncleanLeaderElectionInterval is unclean.leader.election.interval.ms,
+	// the period of the unclean elections of leaderless partitions (5
+	// minutes when zero; negative disables them).
+	UncleanLeaderElectionInterval time.Duration
+	// MinInsyncReplicas is the static min.insync.replicas (1 when zero): a
+	// topic's effective min ISR when no dynamic config sets it, which the
+	// ELR rules (KIP-966) compare the ISR with, and the cluster-level config
+	// the controller writes when ELR is enabled.
+	MinInsyncReplicas int
 
 	// ValidateTopicConfig checks one topic config (name, value); its error
 	// text becomes the INVALID_CONFIG message. Nil accepts everything.
@@ -89,12 +103,6 @@ type Config struct {
 	BootstrapFeatures []Feature
 	// MetadataLogDir is metadata.log.dir, where the bootstrap files are.
 	MetadataLogDir string
-	// BootstrapClusterConfigs are written on an empty log as cluster-level
-	// (BROKER resource "") ConfigRecords. Kafka 4.1+ bootstraps new clusters
-	// with eligible.leader.replicas enabled, which adds the cluster-level
-	// min.insync.replicas (KIP-966); tools then list min.insync.replicas
-	// among every topic's Configs, so kgo-broker writes it too.
-	BootstrapClusterConfigs map[string]string
 
 	// QuorumNodeIDs returns the ids of the controller quorum's voters
 	// (QuorumFeatures.quorumNodeIds): UpdateFeatures refuses a change while
@@ -169,6 +177,9 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.MaxIdleInterval == 0 {
 		cfg.MaxIdleInterval = 500 * time.Millisecond
 	}
+	if cfg.UncleanLeaderElectionInterval == 0 {
+		cfg.UncleanLeaderElectionInterval = 5 * time.Minute
+	}
 	var extra []metadatacache.Record
 	if cfg.BootstrapFeatures == nil && cfg.MetadataLogDir != "" {
 		recs, err := ReadBootstrap(cfg.MetadataLogDir)
@@ -204,7 +215,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.mu.SetRank(lockrank.ControllerDecide)
 	c.stateMu.SetRank(lockrank.ControllerState)
-	c.st.nodeID, c.st.staticUnclean = cfg.NodeID, cfg.UncleanLeaderElectionEnable
+	c.st.nodeID, c.st.staticUnclean, c.st.staticMinISR = cfg.NodeID, cfg.UncleanLeaderElectionEnable, cfg.MinInsyncReplicas
 	c.bootstrapExtra = extra
 	c.mu.rnd = cfg.Rand
 	if c.mu.rnd == nil {
@@ -301,6 +312,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.alterPartition(ctx, r), nil
 	case *kmsg.AssignReplicasToDirsRequest:
 		return c.assignReplicasToDirs(ctx, r), nil
+	case *kmsg.ElectLeadersRequest:
+		return c.electLeaders(ctx, r), nil
 	case *kmsg.UpdateFeaturesRequest:
 		return c.updateFeatures(ctx, r), nil
 	case *kmsg.UnregisterControllerRequest:
@@ -408,6 +421,17 @@ func (c *Controller) run() {
 	}
 	sessions := time.NewTicker(check)
 	defer sessions.Stop()
+	var preferred, unclean <-chan time.Time
+	if c.cfg.LeaderImbalanceCheckInterval > 0 {
+		t := time.NewTicker(c.cfg.LeaderImbalanceCheckInterval)
+		defer t.Stop()
+		preferred = t.C
+	}
+	if c.cfg.UncleanLeaderElectionInterval > 0 {
+		t := time.NewTicker(c.cfg.UncleanLeaderElectionInterval)
+		defer t.Stop()
+		unclean = t.C
+	}
 	for {
 		select {
 		case <-c.closeCh:
@@ -419,6 +443,12 @@ func (c *Controller) run() {
 		case <-sessions.C:
 			c.maybeActivate()
 			c.fenceStaleBrokers()
+		case <-preferred:
+			for c.balancePartitionLeaders() {
+			}
+		case <-unclean:
+			for c.electUncleanLeaders() {
+			}
 		}
 	}
 }
@@ -514,9 +544,12 @@ func (c *Controller) maybeActivate() {
 // log: the bootstrap features in a metadata transaction (metadata.version
 // first, then the others by name).
 func (c *Controller) bootstrapRecords() []metadatacache.Record {
-	var mv int16
+	var mv, elr int16
 	var others []Feature
 	for _, f := range c.cfg.BootstrapFeatures {
+		if f.Name == featureELRVersion {
+			elr = f.Level
+		}
 		if f.Name == featureMetadataVersion {
 			mv = f.Level
 		} else if f.Name != featureKRaftVersion && f.Level > 0 {
@@ -536,23 +569,21 @@ func (c *Controller) bootstrapRecords() []metadatacache.Record {
 		recs = append(recs, featureRecord(f.Name, f.Level))
 	}
 	recs = append(recs, c.bootstrapExtra...)
-	names := make([]string, 0, len(c.cfg.BootstrapClusterConfigs))
-	for name := range c.cfg.BootstrapClusterConfigs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		r := metadatacache.NewConfigRecord()
-		r.ResourceType = metadatacache.ConfigResourceBroker
-		r.Name = name
-		r.Value = strp(c.cfg.BootstrapClusterConfigs[name])
-		recs = append(recs, r)
+	// ActivationRecordsGenerator: a cluster bootstrapped with ELR (Kafka
+	// 4.1+'s default) gets the cluster-level min.insync.replicas (KIP-966),
+	// which the ELR rules need fixed; tools then list it among every
+	// topic's Configs.
+	if elr > 0 {
+		recs = append(recs, configRecord(resourceBroker, "", "min.insync.replicas", strp(strconv.Itoa(c.minISR()))))
 	}
 	if txn {
 		recs = append(recs, metadatacache.NewEndTransactionRecord())
 	}
 	return recs
 }
+
+// minISR is the static min.insync.replicas (1 when unset).
+func (c *Controller) minISR() int { return max(c.cfg.MinInsyncReplicas, 1) }
 
 func featureRecord(name string, level int16) metadatacache.Record {
 	r := metadatacache.NewFeatureLevelRecord()
@@ -579,6 +610,8 @@ func sortFeatures(fs []Feature) {
 func notController(req kmsg.Request) kmsg.Response {
 	code := kerr.NotController.Code
 	switch r := req.(type) {
+	case *kmsg.ElectLeadersRequest:
+		return electLeadersError(r, bareAPIError(kerr.NotController))
 	case *kmsg.CreateTopicsRequest:
 		resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 		for _, t := range r.Topics {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,21 +105,25 @@ func TestBootstrapOnEmptyLog(t *testing.T) {
 	if mv := img.MetadataVersion(); mv != DefaultMetadataVersion {
 		t.Fatalf("metadata.version %d", mv)
 	}
-	want := map[string]int16{"metadata.version": 33, "group.version": 1, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1, "transaction.version": 2}
 	got := img.Features()
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("feature %s = %d, want %d (all %v)", k, got[k], v, got)
 		}
 	}
-	// Offset 0 is the LeaderChange record: Begin, 3 FeatureLevel, End at 1..5.
-	if img.Offset != 5 {
-		t.Errorf("image offset %d, want 5", img.Offset)
+	// Offset 0 is the LeaderChange record: Begin, 4 FeatureLevel, the
+	// cluster-level min.insync.replicas (ELR is on), End at 1..7.
+	if img.Offset != 7 {
+		t.Errorf("image offset %d, want 7", img.Offset)
+	}
+	if v := img.DefaultBrokerConfig()["min.insync.replicas"]; v != "1" {
+		t.Errorf("cluster min.insync.replicas %q, want 1", v)
 	}
 	// A NoOpRecord moves the offset.
 	e.c.writeNoOp()
-	if got := e.c.Image().Offset; got != 6 {
-		t.Errorf("offset after NoOp %d, want 6", got)
+	if got := e.c.Image().Offset; got != 8 {
+		t.Errorf("offset after NoOp %d, want 8", got)
 	}
 }
 
@@ -142,7 +147,7 @@ func TestRestartReplaysAndDoesNotBootstrapAgain(t *testing.T) {
 	}
 	var txns, mvRecords int
 	e.c.view(func(s *state) { mvRecords = len(s.features); txns = int(s.inTransaction) })
-	if mvRecords != 3 || txns != -1 {
+	if mvRecords != 4 || txns != -1 {
 		t.Fatalf("features %d, open transaction at %d", mvRecords, txns)
 	}
 	// The broker is still registered with its epoch; a new incarnation may
@@ -731,8 +736,10 @@ func TestSessionTimeoutFencesAndUnfenceRestoresLeaders(t *testing.T) {
 	if !img.Broker(lonely).Fenced {
 		t.Fatal("not fenced after the session timeout")
 	}
+	// ELR (KIP-966): the last ISR member leaves the ISR for the ELR, and
+	// becomes the last known leader.
 	p := img.TopicByName("solo").Partition(0)
-	if p.Leader != -1 || len(p.Isr) != 1 || p.Isr[0] != lonely || p.LeaderEpoch != 1 {
+	if p.Leader != -1 || len(p.Isr) != 0 || !slices.Equal(p.Elr, []int32{lonely}) || !slices.Equal(p.LastKnownElr, []int32{lonely}) || p.LeaderEpoch != 1 {
 		t.Fatalf("solo after fence: %+v", p)
 	}
 	for _, p := range img.TopicByName("pair").SortedPartitions() {
@@ -746,7 +753,7 @@ func TestSessionTimeoutFencesAndUnfenceRestoresLeaders(t *testing.T) {
 		t.Fatalf("heartbeat %+v", hb)
 	}
 	p = e.c.Image().TopicByName("solo").Partition(0)
-	if p.Leader != lonely || p.LeaderEpoch != 2 {
+	if p.Leader != lonely || p.LeaderEpoch != 2 || !slices.Equal(p.Isr, []int32{lonely}) || len(p.Elr) != 0 || len(p.LastKnownElr) != 0 {
 		t.Fatalf("solo after unfence: %+v", p)
 	}
 }
@@ -1003,7 +1010,7 @@ func TestSingleNodeControlledShutdownAndRestart(t *testing.T) {
 		t.Fatalf("first shutdown heartbeat %+v", hb)
 	}
 	for _, p := range e.c.Image().TopicByName("t").SortedPartitions() {
-		if p.Leader != -1 || len(p.Isr) != 1 {
+		if p.Leader != -1 || len(p.Isr) != 0 || !slices.Equal(p.Elr, []int32{1}) {
 			t.Fatalf("partition during controlled shutdown %+v", p)
 		}
 	}

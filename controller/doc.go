@@ -10,8 +10,8 @@
 // ListPartitionReassignments v0 (always empty), UpdateFeatures v0-2
 // (updatefeatures.go), ControllerRegistration v0 (controllers.go, KIP-919),
 // AlterUserScramCredentials v0 (scram.go), AlterClientQuotas v0-1
-// (quotas.go, ClientQuotaControlManager) and DescribeQuorum (handed to
-// raft). CreateTopics, CreatePartitions and DeleteTopics apply the
+// (quotas.go, ClientQuotaControlManager), ElectLeaders v0-2
+// (electleaders.go) and DescribeQuorum (handed to raft). CreateTopics, CreatePartitions and DeleteTopics apply the
 // controller mutation quota the caller passes with WithMutationQuota
 // (KIP-599; THROTTLING_QUOTA_EXCEEDED per topic). Each file names the Kafka class whose
 // decisions it follows. Requests a broker forwards in an Envelope arrive
@@ -39,18 +39,48 @@
 // levels kgo-broker implements (SupportedFeatures: what every node
 // advertises and UpdateFeatures checks against) and the rules the format
 // command and UpdateFeatures share: default levels per metadata.version,
-// dependencies, safe downgrades. eligible.leader.replicas.version,
-// share.version and streams.version stay 0 because kgo-broker does not
-// implement ELR, share groups or streams groups yet. Every record is
+// dependencies, safe downgrades. share.version and streams.version stay 0
+// because kgo-broker does not implement share groups or streams groups yet;
+// eligible.leader.replicas.version 1 (KIP-966) is the default from 4.1-IV0. Every record is
 // written at the version the finalized metadata.version implies
 // (metadatacache.RecordVersionFor; below 3.6-IV0 an ISR shrink also bumps the
 // leader epoch).
 //
 // Placement is Kafka's striped placer (placer.go); a new partition's leader
-// is its first active replica and its ISR its active replicas. Elections
-// (partitions.go) keep a valid leader, else take the first replica in the
-// ISR that is active; with unclean.leader.election.enable any active
-// replica. ELR (KIP-966) is not enabled, so an ISR never shrinks to empty.
+// is its first active replica and its ISR its active replicas. Every
+// partition change goes through changeBuilder (partitions.go), Kafka's
+// PartitionChangeBuilder: an ONLINE election keeps a valid leader, else
+// takes the first active replica in the ISR; PREFERRED (ElectLeaders, the
+// periodic balancing) first tries the first replica; UNCLEAN
+// (unclean.leader.election.enable, ElectLeaders) falls back to any active
+// replica, making it the ISR alone, RECOVERING.
+//
+// # Eligible leader replicas (KIP-966)
+//
+// With eligible.leader.replicas.version 1 an ISR may shrink below the
+// topic's effective min.insync.replicas (at most its replication factor),
+// even to empty; the members it loses while below it are the ELR, which
+// keep what the ISR acknowledged. With the ISR empty an active ELR member
+// is elected (the ISR becomes it); with ISR and ELR empty the last known
+// leader (LastKnownElr, set when the partition loses its leader), as an
+// unclean election. An ISR back at min ISR empties the ELR. A broker
+// registering a new incarnation without proof of a clean shutdown
+// (PreviousBrokerEpoch equal to its registered epoch) leaves every ELR
+// (brokerShutdownRecords). Changing a topic's or the cluster-level
+// min.insync.replicas clears those ELRs (ClearElrRecord); broker-level
+// min.insync.replicas cannot be set, nor the cluster-level one removed,
+// while ELR is on, and enabling it writes the cluster-level one first
+// (configs.go, updatefeatures.go). Disabling it (a safe downgrade) only
+// lowers the level: each partition's lists are cleared at its next change,
+// as in Kafka.
+//
+// # Periodic elections
+//
+// periodic_elections.go: with auto.leader.rebalance.enable, every
+// leader.imbalance.check.interval.seconds, a PREFERRED election for every
+// partition not led by its first replica; every
+// unclean.leader.election.interval.ms an UNCLEAN one for every leaderless
+// partition of a topic with unclean.leader.election.enable.
 //
 // # Decision -> records -> raft -> commit -> replay
 //
@@ -83,12 +113,13 @@
 // replayed state is complete. On an empty log the controller writes Kafka's
 // bootstrap records in a metadata transaction: BeginTransactionRecord,
 // FeatureLevelRecord metadata.version, the other bootstrap features, the
-// cluster-level min.insync.replicas, then EndTransactionRecord. The
+// cluster-level min.insync.replicas when ELR is on, then
+// EndTransactionRecord. The
 // features come from the zero checkpoint the format wrote
 // (__cluster_metadata-0/00000000000000000000-0000000000.checkpoint, or the
 // older bootstrap.checkpoint; bootstrap.go), read when the controller is
-// created; without one they are 4.4-IV2, group.version 1 and
-// transaction.version 2. A bootstrap that finalizes a level kgo-broker does
+// created; without one they are 4.4-IV2, eligible.leader.replicas.version
+// 1, group.version 1 and transaction.version 2. A bootstrap that finalizes a level kgo-broker does
 // not support (Kafka 4.4's default format does) stops the start. Raft hands
 // the zero checkpoint to the listener as a snapshot; it is not state and is
 // skipped. On a non-empty log it aborts an unfinished metadata

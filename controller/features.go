@@ -18,7 +18,7 @@ import (
 // (metadatacache.MetadataVersions); the controller writes every record at the
 // version the finalized level implies (metadatacache.RecordVersionFor). A new
 // cluster bootstraps 4.4-IV2, as kafka-storage.sh format does, with the
-// feature levels Kafka 4.4 formats it with except three whose behaviour
+// feature levels Kafka 4.4 formats it with except two whose behaviour
 // kgo-broker does not implement yet, which stay at 0 (see productionFeatures).
 // kraft.version is a raft control record (KRaftVersionRecord), never a
 // FeatureLevelRecord: 0 for static voters (controller.quorum.voters), 1 for
@@ -45,6 +45,7 @@ const (
 	mv3_6_IV1       = metadatacache.MV3_6_IV1
 	mv3_7_IV0       = metadatacache.MV3_7_IV0
 	mv3_7_IV2       = metadatacache.MV3_7_IV2
+	mv4_1_IV0 int16 = 26 // eligible.leader.replicas.version 1 by default
 
 	// DefaultMetadataVersion is the metadata.version a new cluster
 	// bootstraps: the newest Kafka 4.4 level, 4.4-IV2 (33), as
@@ -94,27 +95,23 @@ func (f FeatureSpec) DefaultLevel(mv int16) int16 {
 }
 
 // productionFeatures are Kafka 4.4's Feature.PRODUCTION_FEATURES, in its
-// order. Three stay at 0 in kgo-broker, so a kgo-broker cluster never
+// order. Two stay at 0 in kgo-broker, so a kgo-broker cluster never
 // finalizes them and a Kafka controller whose cluster did refuses a
 // kgo-broker registration (the broker does not support the finalized level):
 //
-//   - eligible.leader.replicas.version (KIP-966): the controller keeps no
-//     ELR; with level 1 a partition whose ISR empties would keep its
-//     last members as eligible leaders, which kgo-broker's elections
-//     ignore.
 //   - share.version (KIP-932, KIP-1191): no share groups
 //     (ShareGroupHeartbeat, ShareFetch, the share coordinator).
 //   - streams.version (KIP-1071): no streams groups (StreamsGroupHeartbeat).
 //
-// group.version 1 (KIP-848) and transaction.version 2 (KIP-890) are
-// supported as Kafka 4.4 bootstraps them.
+// group.version 1 (KIP-848), transaction.version 2 (KIP-890) and
+// eligible.leader.replicas.version 1 (KIP-966, the default from 4.1-IV0;
+// partitions.go) are supported as Kafka 4.4 bootstraps them.
 var productionFeatures = []FeatureSpec{
 	{Name: featureKRaftVersion, Levels: levels(metadatacache.MV3_3_IV3, 21), MaxSupported: 1},
 	{Name: featureTxnVersion, Levels: levels(metadatacache.MV3_3_IV3, 24, 24), MaxSupported: 2},
 	{Name: featureGroupVersion, Levels: levels(metadatacache.MV3_3_IV3, 22), MaxSupported: 1},
 	{Name: featureELRVersion, Levels: []FeatureLevelSpec{{BootstrapMV: metadatacache.MV3_3_IV3},
-		{BootstrapMV: 26, Depends: map[string]int16{featureMetadataVersion: metadatacache.MV4_0_IV1}}}, MaxSupported: 0,
-		Unsupported: "eligible leader replicas (KIP-966) are not implemented"},
+		{BootstrapMV: mv4_1_IV0, Depends: map[string]int16{featureMetadataVersion: metadatacache.MV4_0_IV1}}}, MaxSupported: 1},
 	{Name: featureShareVersion, Levels: levels(metadatacache.MV3_3_IV3, 28, 31), MaxSupported: 0,
 		Unsupported: "share groups (KIP-932) are not implemented"},
 	{Name: featureStreamsVersion, Levels: levels(metadatacache.MV3_3_IV3, 29), MaxSupported: 0,
@@ -181,8 +178,8 @@ type Feature struct {
 
 // DefaultBootstrapFeatures are the features a new cluster gets: what
 // BootstrapFeatures(DefaultMetadataVersion, nil, false) returns, which is
-// metadata.version 4.4-IV2, group.version 1 and transaction.version 2
-// (Kafka 4.4 also finalizes eligible.leader.replicas.version 1,
+// metadata.version 4.4-IV2, eligible.leader.replicas.version 1,
+// group.version 1 and transaction.version 2 (Kafka 4.4 also finalizes
 // share.version 2 and streams.version 1; see productionFeatures).
 func DefaultBootstrapFeatures() []Feature {
 	fs, err := BootstrapFeatures(DefaultMetadataVersion, nil, false)

@@ -36,7 +36,7 @@ func writeMem(t *testing.T, fs vfs.FS, path string, b []byte) {
 
 func TestSupportedFeatures(t *testing.T) {
 	want := []FeatureRange{
-		{"eligible.leader.replicas.version", 0, 0}, {"group.version", 0, 1}, {"kraft.version", 0, 1},
+		{"eligible.leader.replicas.version", 0, 1}, {"group.version", 0, 1}, {"kraft.version", 0, 1},
 		{"metadata.version", 7, 33}, {"share.version", 0, 0}, {"streams.version", 0, 0}, {"transaction.version", 0, 2},
 	}
 	if got := SupportedFeatures(); !reflect.DeepEqual(got, want) {
@@ -72,7 +72,10 @@ func TestBootstrapFeatures(t *testing.T) {
 		want    []Feature
 		err     string
 	}{
-		{mv: 33, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"transaction.version", 2}}},
+		{mv: 26, want: []Feature{{"metadata.version", 26}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"transaction.version", 2}}},
+		{mv: 25, given: map[string]int16{"eligible.leader.replicas.version": 1}, want: []Feature{{"metadata.version", 25}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"transaction.version", 2}}},
+		{mv: 22, given: map[string]int16{"eligible.leader.replicas.version": 1}, err: "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"},
 		{mv: 25, want: []Feature{{"metadata.version", 25}, {"group.version", 1}, {"transaction.version", 2}}},
 		{mv: 25, given: map[string]int16{"transaction.version": 1}, want: []Feature{{"metadata.version", 25}, {"group.version", 1}, {"transaction.version", 1}}},
 		{mv: 21, want: []Feature{{"metadata.version", 21}}},
@@ -80,12 +83,12 @@ func TestBootstrapFeatures(t *testing.T) {
 		{mv: 7, given: map[string]int16{"group.version": 1}, want: []Feature{{"metadata.version", 7}, {"group.version", 1}}},
 		{mv: 33, given: map[string]int16{"share.version": 0, "eligible.leader.replicas.version": 0, "streams.version": 0, "group.version": 0},
 			want: []Feature{{"metadata.version", 33}, {"transaction.version", 2}}},
-		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 0}, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"transaction.version", 2}}},
 		{mv: 33, given: map[string]int16{"nope": 1}, err: "Unsupported feature: nope. Supported features are: eligible.leader.replicas.version, group.version, kraft.version, share.version, streams.version, transaction.version"},
 		{mv: 33, given: map[string]int16{"share.version": 5}, err: "No feature:share.version with feature level 5"},
 		{mv: 33, given: map[string]int16{"transaction.version": 3}, err: "No feature:transaction.version with feature level 3"},
 		{mv: 33, given: map[string]int16{"share.version": 1}, err: "share.version level 1 is not supported by kgo-broker (it supports levels 0 to 0): share groups (KIP-932) are not implemented"},
-		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 1}, err: "eligible.leader.replicas.version level 1 is not supported by kgo-broker"},
 		{mv: 33, given: map[string]int16{"kraft.version": 1}, err: "Cannot set kraft.version to 1 unless controller.quorum.voters is empty"},
 		{mv: 33, given: map[string]int16{"kraft.version": 0}, dynamic: true, err: "Cannot set kraft.version to 0 if controller.quorum.voters is empty"},
 		{mv: 34, err: "No MetadataVersion with feature level 34. Valid feature levels are from 7 to 33."},
@@ -329,7 +332,9 @@ func TestIsrShrinkBumpsLeaderEpochBelow36(t *testing.T) {
 		bump bool
 	}{{11, true}, {12, false}} {
 		p := &partitionState{replicas: []int32{1, 2}, isr: []int32{1, 2}, leader: 1}
-		rec := buildPartitionChange(c.mv, [16]byte{1}, 0, p, []int32{1}, func(int32) bool { return true }, 0, false)
+		b := &changeBuilder{mv: c.mv, topicID: [16]byte{1}, p: p, acceptable: func(int32) bool { return true },
+			minISR: 1, uncleanShutdown: -1, targetIsr: []int32{1}}
+		rec := b.build()
 		if rec == nil || (rec.Leader == 1) != c.bump || (!c.bump && rec.Leader != metadatacache.NoLeaderChange) {
 			t.Errorf("mv %d: %+v", c.mv, rec)
 		}
@@ -376,7 +381,7 @@ func TestBootstrapFromKafkaFormat(t *testing.T) {
 		want []Feature
 		err  string
 	}{
-		{"bootstrap.checkpoint", nil, "the bootstrap metadata finalizes eligible.leader.replicas.version 1, which kgo-broker does not support (it supports 0 to 0): eligible leader replicas (KIP-966) are not implemented"},
+		{"bootstrap.checkpoint", nil, "the bootstrap metadata finalizes share.version 2, which kgo-broker does not support (it supports 0 to 0): share groups (KIP-932) are not implemented"},
 		{"bootstrap-4.0-tv1.checkpoint", []Feature{{"metadata.version", 25}, {"group.version", 1}, {"transaction.version", 1}}, ""},
 	} {
 		b, err := os.ReadFile(filepath.Join(fixtures, c.file))

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/kgo-broker/kgo-broker/config"
@@ -10,27 +9,35 @@ import (
 // FromBrokerConfig fills a Config from the broker configuration: node.id,
 // num.partitions, default.replication.factor, broker.session.timeout.ms,
 // metadata.max.idle.interval.ms (0 disables NoOpRecords), delete.topic.enable,
+// unclean.leader.election.enable, min.insync.replicas, auto.leader.rebalance.enable,
+// leader.imbalance.check.interval.seconds, unclean.leader.election.interval.ms,
 // the topic config validation, defaults and LIST types of the config
 // package, and metadata.log.dir (where the bootstrap metadata is read from).
 // The caller sets Raft, ClusterID, Logger and Now.
 func FromBrokerConfig(bc *config.Config) Config {
 	idle := time.Duration(bc.Int("metadata.max.idle.interval.ms")) * time.Millisecond
+	var imbalance time.Duration
+	if bc.Bool("auto.leader.rebalance.enable") {
+		imbalance = time.Duration(bc.Long("leader.imbalance.check.interval.seconds")) * time.Second
+	}
 	if idle == 0 {
 		idle = -1
 	}
 	return Config{
-		NodeID:                      bc.NodeID,
-		MetadataLogDir:              bc.MetadataLogDir,
-		NumPartitions:               bc.Int("num.partitions"),
-		DefaultReplicationFactor:    int16(bc.Int("default.replication.factor")),
-		SessionTimeout:              time.Duration(bc.Int("broker.session.timeout.ms")) * time.Millisecond,
-		MaxIdleInterval:             idle,
-		DeleteTopicDisable:          !bc.Bool("delete.topic.enable"),
-		UncleanLeaderElectionEnable: bc.Bool("unclean.leader.election.enable"),
-		ValidateTopicConfig:         config.ValidateTopicConfig,
-		TopicConfigs:                topicConfigsFrom(bc),
-		ListConfig:                  listConfig,
-		BootstrapClusterConfigs:     map[string]string{"min.insync.replicas": strconv.Itoa(int(bc.Int("min.insync.replicas")))},
+		NodeID:                        bc.NodeID,
+		MetadataLogDir:                bc.MetadataLogDir,
+		NumPartitions:                 bc.Int("num.partitions"),
+		DefaultReplicationFactor:      int16(bc.Int("default.replication.factor")),
+		SessionTimeout:                time.Duration(bc.Int("broker.session.timeout.ms")) * time.Millisecond,
+		MaxIdleInterval:               idle,
+		DeleteTopicDisable:            !bc.Bool("delete.topic.enable"),
+		UncleanLeaderElectionEnable:   bc.Bool("unclean.leader.election.enable"),
+		ValidateTopicConfig:           config.ValidateTopicConfig,
+		TopicConfigs:                  topicConfigsFrom(bc),
+		ListConfig:                    listConfig,
+		LeaderImbalanceCheckInterval:  imbalance,
+		MinInsyncReplicas:             int(bc.Int("min.insync.replicas")),
+		UncleanLeaderElectionInterval: time.Duration(bc.Long("unclean.leader.election.interval.ms")) * time.Millisecond,
 	}
 }
 

@@ -90,7 +90,7 @@ func (l listener) HandleSnapshot(s *raft.SnapshotReader) {
 	}
 	c.stateMu.Lock()
 	st := newState()
-	st.nodeID, st.staticUnclean = c.st.nodeID, c.st.staticUnclean
+	st.nodeID, st.staticUnclean, st.staticMinISR = c.st.nodeID, c.st.staticUnclean, c.st.staticMinISR
 	for _, r := range recs {
 		if err := st.replay(last, r); err != nil {
 			c.log.Error("snapshot record replay failed", zap.String("snapshot", raft.SnapshotFileName(s.ID)), zap.Error(err))

@@ -2,30 +2,27 @@ package controller
 
 import (
 	"encoding/base64"
+	"slices"
 	"sort"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
-// leaderAndIsrUpdates is generateLeaderAndIsrUpdates with a clean (ONLINE)
-// election and ELR disabled, over the partitions match selects, in topic
-// id and partition order. brokerToRemove (or -1) leaves the ISR and is
-// never leader; brokerToAdd (or -1) is an acceptable leader even while the
-// state still shows it fenced.
-func leaderAndIsrUpdates(s *state, mv int16, brokerToRemove, brokerToAdd int32, match func(*partitionState) bool) []metadatacache.Record {
-	ids := make([][16]byte, 0, len(s.topics))
-	for id := range s.topics {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+// leaderAndIsrUpdates is generateLeaderAndIsrUpdates over the partitions
+// match selects, in topic id and partition order. brokerToRemove (or -1)
+// leaves the ISR and is never leader; brokerToAdd (or -1) is an acceptable
+// leader even while the state still shows it fenced; uncleanShutdown (or
+// -1) is a broker that restarted without a clean shutdown (KIP-966): it
+// leaves the ISR and the ELR and is never leader. The election is unclean
+// when the topic's unclean.leader.election.enable is true.
+func leaderAndIsrUpdates(s *state, mv int16, brokerToRemove, brokerToAdd, uncleanShutdown int32, match func(*partitionState) bool) []metadatacache.Record {
 	var recs []metadatacache.Record
-	for _, id := range ids {
-		t := s.topics[id]
+	for _, t := range s.sortedTopics() {
 		for pid, p := range t.parts {
 			if !match(p) {
 				continue
 			}
-			if r := partitionChange(s, mv, t, int32(pid), p, brokerToRemove, brokerToAdd); r != nil {
+			if r := s.leaderAndIsrUpdate(mv, t, int32(pid), p, brokerToRemove, brokerToAdd, uncleanShutdown); r != nil {
 				recs = append(recs, r)
 			}
 		}
@@ -33,76 +30,229 @@ func leaderAndIsrUpdates(s *state, mv int16, brokerToRemove, brokerToAdd int32, 
 	return recs
 }
 
-// partitionChange is PartitionChangeBuilder.build for an ISR shrink and/or
-// a leader election; nil when nothing changes. The election is unclean when
-// the topic's unclean.leader.election.enable is true.
-func partitionChange(s *state, mv int16, t *topicState, pid int32, p *partitionState, brokerToRemove, brokerToAdd int32) *metadatacache.PartitionChangeRecord {
-	acceptable := func(r int32) bool {
-		return r != brokerToRemove && (r == brokerToAdd || s.active(r))
+// leaderAndIsrUpdate is leaderAndIsrUpdates for one partition; nil when it
+// does not change.
+func (s *state) leaderAndIsrUpdate(mv int16, t *topicState, pid int32, p *partitionState, brokerToRemove, brokerToAdd, uncleanShutdown int32) *metadatacache.PartitionChangeRecord {
+	b := s.newChangeBuilder(mv, t, pid, p, func(r int32) bool {
+		return r != brokerToRemove && r != uncleanShutdown && (r == brokerToAdd || s.active(r))
+	})
+	if s.uncleanElection(t.name) {
+		b.election = electUnclean
 	}
-	return buildPartitionChange(mv, t.id, pid, p, without(p.isr, brokerToRemove), acceptable, p.leaderRecoveryState, s.uncleanElection(t.name))
+	b.uncleanShutdown = uncleanShutdown
+	b.targetIsr = without(without(p.isr, brokerToRemove), uncleanShutdown)
+	return b.build()
 }
 
-// buildPartitionChange is PartitionChangeBuilder.build with a clean
-// (ONLINE) election, no ELR and no reassignment: keep the leader if it is in
-// the target ISR and acceptable, else the first such replica, else none.
-// The ISR is changed only to a non-empty target (without ELR the last
-// member stays). Since 3.6-IV0 an ISR shrink does not bump the leader epoch;
-// below it, the record names the same leader, which bumps it.
+// sortedTopics lists the topics in topic id order (the order every
+// decision over many partitions visits them in).
+func (s *state) sortedTopics() []*topicState {
+	out := make([]*topicState, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return string(out[i].id[:]) < string(out[j].id[:]) })
+	return out
+}
+
+// election is PartitionChangeBuilder.Election.
+type election int8
+
+const (
+	// electOnline keeps the partition online from the ISR (or, with ISR
+	// empty, the ELR).
+	electOnline election = iota
+	// electPreferred elects the first replica when it is a valid leader.
+	electPreferred
+	// electUnclean falls back to any acceptable replica, ISR or not.
+	electUnclean
+)
+
+// changeBuilder is PartitionChangeBuilder without reassignment (kgo-broker
+// has none): from a partition's state and the targets a decision sets, the
+// PartitionChangeRecord that moves it there, with the leader election and,
+// when eligible.leader.replicas.version is 1, the ELR rules of KIP-966.
+type changeBuilder struct {
+	mv      int16
+	topicID [16]byte
+	pid     int32
+	p       *partitionState
+	// acceptable is the LeaderAcceptor: may replica r lead?
+	acceptable func(r int32) bool
+	// minISR is the topic's effective min.insync.replicas (at most its
+	// replication factor).
+	minISR int
+	// elr is ELR enabled (FeatureControlManager.isElrFeatureEnabled).
+	elr      bool
+	election election
+	// uncleanShutdown is a replica leaving the ELR too (-1: none).
+	uncleanShutdown int32
+
+	targetIsr, targetElr, targetLastKnownElr []int32
+	targetLRS                                int8
+}
+
+// newChangeBuilder starts a change of partition pid of t with every target
+// at the partition's current value.
+func (s *state) newChangeBuilder(mv int16, t *topicState, pid int32, p *partitionState, acceptable func(int32) bool) *changeBuilder {
+	return &changeBuilder{
+		mv: mv, topicID: t.id, pid: pid, p: p, acceptable: acceptable,
+		minISR: s.effectiveMinISR(t), elr: s.elrEnabled(), uncleanShutdown: -1,
+		targetIsr: p.isr, targetElr: p.elr, targetLastKnownElr: p.lastKnownElr,
+		targetLRS: p.leaderRecoveryState,
+	}
+}
+
+// validLeader is isValidNewLeader: in the target ISR, or in the target ELR
+// while the target ISR is empty, and acceptable.
+func (b *changeBuilder) validLeader(r int32) bool {
+	return (contains(b.targetIsr, r) || len(b.targetIsr) == 0 && contains(b.targetElr, r)) && b.acceptable(r)
+}
+
+// canElectLastKnownLeader: with ELR, a partition whose ISR and ELR are
+// both empty may elect its last known leader (the only member of
+// LastKnownElr) when it is acceptable; the election counts as unclean.
+func (b *changeBuilder) canElectLastKnownLeader() bool {
+	return b.elr && len(b.targetElr) == 0 && len(b.targetIsr) == 0 &&
+		len(b.p.lastKnownElr) == 1 && b.acceptable(b.p.lastKnownElr[0])
+}
+
+// elect is electLeader: the new leader (-1: none) and whether the election
+// is unclean.
+func (b *changeBuilder) elect() (int32, bool) {
+	replicas := b.p.replicas
+	if b.election == electPreferred && len(replicas) > 0 && b.validLeader(replicas[0]) {
+		return replicas[0], false
+	}
+	if b.validLeader(b.p.leader) {
+		return b.p.leader, false
+	}
+	for _, r := range replicas {
+		if b.validLeader(r) {
+			return r, false
+		}
+	}
+	if b.canElectLastKnownLeader() {
+		return b.p.lastKnownElr[0], true
+	}
+	if b.election == electUnclean {
+		for _, r := range replicas {
+			if b.acceptable(r) {
+				return r, true
+			}
+		}
+	}
+	return -1, false
+}
+
+// populateTargetElr is maybePopulateTargetElr: with the target ISR at or
+// above min ISR the ELR and LastKnownElr empty; below it, every member of
+// the current ISR or ELR that is not in the target ISR (and did not shut
+// down uncleanly) is eligible, and LastKnownElr keeps the rest.
+func (b *changeBuilder) populateTargetElr() {
+	if !b.elr {
+		return
+	}
+	if len(b.targetIsr) >= b.minISR {
+		b.targetElr, b.targetLastKnownElr = []int32{}, []int32{}
+		return
+	}
+	candidates := union(b.targetElr, b.p.isr)
+	elr := []int32{}
+	for _, r := range candidates {
+		if !contains(b.targetIsr, r) && r != b.uncleanShutdown {
+			elr = append(elr, r)
+		}
+	}
+	lke := []int32{}
+	for _, r := range union(candidates, b.targetLastKnownElr) {
+		if !contains(b.targetIsr, r) && !contains(elr, r) {
+			lke = append(lke, r)
+		}
+	}
+	b.targetElr, b.targetLastKnownElr = elr, lke
+}
+
+// build is PartitionChangeBuilder.build; nil when nothing changes.
 //
-// An unclean election, when no ISR member can lead, takes the first
-// acceptable replica: the ISR becomes that replica alone and the leader
-// recovery state RECOVERING.
-func buildPartitionChange(mv int16, topicID [16]byte, pid int32, p *partitionState, targetIsr []int32, acceptable func(int32) bool, targetLRS int8, unclean bool) *metadatacache.PartitionChangeRecord {
-	valid := func(r int32) bool { return contains(targetIsr, r) && acceptable(r) }
-	leader := int32(-1)
-	if valid(p.leader) {
-		leader = p.leader
-	} else {
-		for _, r := range p.replicas {
-			if valid(r) {
-				leader = r
-				break
-			}
-		}
-	}
-	if leader == -1 && unclean {
-		for _, r := range p.replicas {
-			if acceptable(r) {
-				leader = r
-				targetIsr = []int32{r}
-				if p.leaderRecoveryState != leaderRecovering {
-					targetLRS = leaderRecovering
-				}
-				break
-			}
-		}
-	}
+// Kafka 4.4 always runs with useLastKnownLeaderInBalancedRecovery: the
+// record's LastKnownElr only ever holds the last leader, set when the
+// partition loses its leader and cleared when it gets one again; the
+// members populateTargetElr computes for it are not written.
+func (b *changeBuilder) build() *metadatacache.PartitionChangeRecord {
+	p := b.p
 	rec := metadatacache.NewPartitionChangeRecord()
-	rec.SetVersion(partitionChangeRecordVersion(mv))
-	rec.TopicID, rec.PartitionID = topicID, pid
-	changed := false
-	if leader != p.leader {
+	rec.SetVersion(partitionChangeRecordVersion(b.mv))
+	rec.TopicID, rec.PartitionID = b.topicID, b.pid
+
+	b.populateTargetElr()
+
+	// tryElection
+	if leader, unclean := b.elect(); leader != p.leader {
+		if contains(b.targetElr, leader) {
+			b.targetIsr = []int32{leader}
+			b.targetElr = without(b.targetElr, leader)
+		}
 		rec.Leader = leader
-		changed = true
+		if unclean {
+			// The ISR becomes the new leader alone: this may lose data.
+			rec.Isr = []int32{leader}
+			if p.leaderRecoveryState != leaderRecovering {
+				rec.LeaderRecoveryState = leaderRecovering
+			}
+		}
 	}
-	if len(targetIsr) > 0 && !equalInt32s(targetIsr, p.isr) {
-		rec.Isr = append([]int32(nil), targetIsr...)
-		changed = true
+
+	// maybeUpdateRecordElr
+	if rec.Isr != nil || !b.elr {
+		b.targetElr, b.targetLastKnownElr = []int32{}, []int32{}
 	}
-	if targetLRS != p.leaderRecoveryState {
-		rec.LeaderRecoveryState = targetLRS
-		changed = true
+	if !equalInt32s(b.targetElr, p.elr) {
+		rec.EligibleLeaderReplicas = append([]int32{}, b.targetElr...)
 	}
+
+	// With ELR the ISR may become empty; without it the last member stays.
+	if rec.Isr == nil && (len(b.targetIsr) > 0 || b.elr) && !equalInt32s(b.targetIsr, p.isr) {
+		rec.Isr = append([]int32{}, b.targetIsr...)
+	}
+
 	// Below 3.6-IV0 an ISR shrink also bumps the leader epoch
-	// (PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded).
-	if leaderEpochBumpOnIsrShrink(mv) && rec.Leader == metadatacache.NoLeaderChange && rec.Isr != nil && !containsAll(rec.Isr, p.isr) {
+	// (triggerLeaderEpochBumpForIsrShrinkIfNeeded).
+	if leaderEpochBumpOnIsrShrink(b.mv) && rec.Leader == metadatacache.NoLeaderChange && rec.Isr != nil && !containsAll(rec.Isr, p.isr) {
 		rec.Leader = p.leader
 	}
-	if !changed {
+
+	// maybeUpdateLastKnownLeader
+	if b.elr {
+		switch {
+		case rec.Leader == -1 && len(p.lastKnownElr) == 0:
+			rec.LastKnownElr = []int32{p.leader}
+		case rec.Leader >= 0 && len(p.lastKnownElr) > 0:
+			rec.LastKnownElr = []int32{}
+		}
+	}
+
+	if b.targetLRS != p.leaderRecoveryState {
+		rec.LeaderRecoveryState = b.targetLRS
+	}
+	if rec.Isr == nil && rec.EligibleLeaderReplicas == nil && rec.LastKnownElr == nil &&
+		rec.Leader == metadatacache.NoLeaderChange && rec.LeaderRecoveryState == -1 {
 		return nil
 	}
 	return rec
+}
+
+// union is the members of a then those of b not in a, ascending (the order
+// Kafka's HashSet of small broker ids iterates in).
+func union(a, b []int32) []int32 {
+	out := append([]int32{}, a...)
+	for _, r := range b {
+		if !contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 const leaderRecovering int8 = 1

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
@@ -48,10 +49,12 @@ type state struct {
 	// acls are the ACLs by id (AclControlManager.idToAcl; acls.go).
 	acls map[[16]byte]authorizer.ACL
 
-	// nodeID and staticUnclean resolve unclean.leader.election.enable below
-	// the dynamic configs (set once in New).
+	// nodeID, staticUnclean and staticMinISR resolve
+	// unclean.leader.election.enable and min.insync.replicas below the
+	// dynamic configs (set once in New).
 	nodeID        int32
 	staticUnclean bool
+	staticMinISR  int
 }
 
 type topicState struct {
@@ -116,22 +119,52 @@ func newState() *state {
 // metadataVersion is the finalized metadata.version level (0 if none).
 func (s *state) metadataVersion() int16 { return s.features[featureMetadataVersion] }
 
-// uncleanElection resolves unclean.leader.election.enable for a topic as
+// topicConfig resolves a topic config as
 // ConfigurationControlManager.getTopicConfig does: the topic's config, this
-// node's dynamic config, the cluster-wide dynamic default, the static config.
-func (s *state) uncleanElection(topic string) bool {
-	const key = "unclean.leader.election.enable"
+// node's dynamic config, the cluster-wide dynamic default; ok false means
+// the static config applies.
+func (s *state) topicConfig(topic, key string) (string, bool) {
 	for _, res := range []configResource{
 		{resourceTopic, topic},
 		{resourceBroker, fmt.Sprint(s.nodeID)},
 		{resourceBroker, ""},
 	} {
 		if v, ok := s.configs[res][key]; ok {
-			return strings.EqualFold(strings.TrimSpace(v), "true")
+			return v, true
 		}
+	}
+	return "", false
+}
+
+// uncleanElection resolves unclean.leader.election.enable for a topic
+// (topicConfig, then the static config).
+func (s *state) uncleanElection(topic string) bool {
+	if v, ok := s.topicConfig(topic, "unclean.leader.election.enable"); ok {
+		return strings.EqualFold(strings.TrimSpace(v), "true")
 	}
 	return s.staticUnclean
 }
+
+// effectiveMinISR is getTopicEffectiveMinIsr: the topic's
+// min.insync.replicas (topicConfig, then the static config), at most its
+// replication factor.
+func (s *state) effectiveMinISR(t *topicState) int {
+	minISR := max(s.staticMinISR, 1)
+	if v, ok := s.topicConfig(t.name, "min.insync.replicas"); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			minISR = n
+		}
+	}
+	if len(t.parts) > 0 && len(t.parts[0].replicas) < minISR {
+		minISR = len(t.parts[0].replicas)
+	}
+	return minISR
+}
+
+// elrEnabled is FeatureControlManager.isElrFeatureEnabled:
+// eligible.leader.replicas.version is 1 (which needs metadata.version
+// 4.0-IV1, where PartitionChangeRecord v2 carries the ELR fields).
+func (s *state) elrEnabled() bool { return s.features[featureELRVersion] >= 1 }
 
 // active reports whether broker id is unfenced and not in controlled
 // shutdown (ClusterControlManager.isActive).

@@ -41,6 +41,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,6 +81,9 @@ func (c *Controller) updateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 			finalized[featureKRaftVersion] = kv.KRaftVersion()
 		}
 		recs, apiErr = c.featureUpdates(finalized, img, req)
+		if apiErr == nil && !req.ValidateOnly && elrUpgrade(req) {
+			recs = append(c.elrSafetyRecords(s), recs...)
+		}
 	})
 	if apiErr == nil {
 		// The kraft.version upgrade is raft's, outside stateMu.
@@ -302,4 +307,41 @@ func (c *Controller) upgradeKRaftVersion(level int16, validateOnly bool) *apiErr
 	default:
 		return bareAPIError(kerr.NotController)
 	}
+}
+
+// elrUpgrade reports whether the request sets eligible.leader.replicas.version
+// above 0.
+func elrUpgrade(req *kmsg.UpdateFeaturesRequest) bool {
+	for _, u := range req.FeatureUpdates {
+		if u.Feature == featureELRVersion && u.MaxVersionLevel > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// elrSafetyRecords is ConfigurationControlManager.maybeGenerateElrSafetyRecords,
+// written before the FeatureLevelRecord that enables ELR: the cluster-level
+// min.insync.replicas (the static value) when none is set, and the removal
+// of every broker-level one, so that one minimum governs the ELR rules.
+func (c *Controller) elrSafetyRecords(s *state) []metadatacache.Record {
+	var recs []metadatacache.Record
+	if _, ok := s.configs[configResource{resourceBroker, ""}]["min.insync.replicas"]; !ok {
+		recs = append(recs, configRecord(resourceBroker, "", "min.insync.replicas", strp(strconv.Itoa(c.minISR()))))
+	}
+	var brokers []string
+	for res, cfg := range s.configs {
+		if _, ok := cfg["min.insync.replicas"]; ok && res.typ == resourceBroker && res.name != "" {
+			brokers = append(brokers, res.name)
+		}
+	}
+	slices.Sort(brokers)
+	for _, b := range brokers {
+		recs = append(recs, configRecord(resourceBroker, b, "min.insync.replicas", nil))
+	}
+	if len(recs) > 0 {
+		c.log.Info("enabling eligible leader replicas: fixing min.insync.replicas at the cluster level",
+			zap.Int("records", len(recs)), zap.Strings("broker_level_removed", brokers))
+	}
+	return recs
 }

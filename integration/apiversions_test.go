@@ -17,9 +17,9 @@ package integration
 // Every remaining difference is listed below with its reason; the test fails
 // on a difference that is not listed and on a listed one that is gone, so the
 // lists (and the table in docs/STATUS.md, which -update-status rewrites) stay
-// true. Kafka is formatted with share.version, streams.version and
-// eligible.leader.replicas.version 0, the levels kgo-broker supports, so the
-// two clusters finalize the same features.
+// true. Kafka is formatted with share.version and streams.version 0, the
+// levels kgo-broker supports, and its other defaults (eligible leader
+// replicas on), so the two clusters finalize the same features.
 //
 //	make build && KGO_BROKER_BIN=$PWD/bin/kgo-broker go test -tags integration -count=1 -run TestAgainstKafka44 ./integration/
 
@@ -51,7 +51,7 @@ var updateStatus = flag.Bool("update-status", false, "rewrite the Kafka 4.4 diff
 // controller/features.go).
 const referenceBrokerScript = "integration/testdata/kafka-reference-broker"
 
-var referenceFeatures = []string{"share.version=0", "streams.version=0", "eligible.leader.replicas.version=0"}
+var referenceFeatures = []string{"share.version=0", "streams.version=0"}
 
 // parityOverrides are set on both nodes: a static synonym, a sensitive static
 // key and keys Kafka does not know (a reporter's and a vendor's), as a real
@@ -83,7 +83,6 @@ type featureDiff struct {
 }
 
 var featureDiffs = []featureDiff{
-	{"eligible.leader.replicas.version", "0-1", "0-0", "eligible leader replicas (KIP-966) are not implemented"},
 	{"share.version", "0-2", "0-0", "share groups (KIP-932) are not implemented"},
 	{"streams.version", "0-1", "0-0", "streams groups (KIP-1071) are not implemented"},
 }
@@ -102,14 +101,7 @@ type configDiff struct {
 	Resource, Name, Field, Kafka, Kgo, Why string
 }
 
-var configDiffs = []configDiff{
-	{"BROKER 1", "min.insync.replicas", "Source", "DEFAULT_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",
-		"kgo-broker's controller writes the cluster-wide min.insync.replicas at bootstrap, as Kafka's does when eligible leader replicas are enabled (Kafka 4.4's default), while ELR stays 0"},
-	{"BROKER 1", "min.insync.replicas", "Synonyms", "min.insync.replicas=1(DEFAULT_CONFIG)", "min.insync.replicas=1(DYNAMIC_DEFAULT_BROKER_CONFIG) min.insync.replicas=1(DEFAULT_CONFIG)", "as above"},
-	{"BROKER ", "min.insync.replicas", "Present", "false", "true", "as above"},
-	{"TOPIC t1", "min.insync.replicas", "Source", "DEFAULT_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "as above"},
-	{"TOPIC t1", "min.insync.replicas", "Synonyms", "min.insync.replicas=1(DEFAULT_CONFIG)", "min.insync.replicas=1(DYNAMIC_DEFAULT_BROKER_CONFIG) min.insync.replicas=1(DEFAULT_CONFIG)", "as above"},
-}
+var configDiffs = []configDiff{}
 
 // kafkaPair is kgo-broker and Apache Kafka started from the same config.
 type kafkaPair struct {

@@ -66,7 +66,7 @@ func formatDynamic(t *testing.T, c *mixedCluster, n *mixedNode, flag string) {
 	bin, args := brokerBin, []string{"format", "-t", c.clusterID, "-c", n.props, flag}
 	if n.Kind == kindKafka {
 		bin = kafkaReference()
-		args = append(args, "--feature", "eligible.leader.replicas.version=0", "--feature", "share.version=0", "--feature", "streams.version=0")
+		args = append(args, "--feature", "share.version=0", "--feature", "streams.version=0")
 	}
 	if r := RunCommand(t, RunOpts{Hermetic: true}, bin, args...); r.ExitCode != 0 {
 		t.Fatalf("format %s node %d %s:\n%s", n.Kind, n.ID, flag, r)

@@ -134,6 +134,19 @@ func TestFeatures(t *testing.T) {
 		t.Fatalf("feature upgrade:\n%s", r)
 	}
 	waitFinalized(t, b, "transaction.version", 2)
+	// Eligible leader replicas (KIP-966): finalized by the format (4.1-IV0
+	// and later), safely downgraded and upgraded again.
+	if e := describeFeatures(t, b)["eligible.leader.replicas.version"]; e["FinalizedVersionLevel"] != "1" || e["SupportedMaxVersion"] != "1" {
+		t.Errorf("eligible.leader.replicas.version: %v", e)
+	}
+	if r := features(t, b, "downgrade", "--feature", "eligible.leader.replicas.version=0"); r.ExitCode != 0 || !strings.Contains(r.Stdout, "eligible.leader.replicas.version was downgraded to 0.") {
+		t.Fatalf("ELR downgrade:\n%s", r)
+	}
+	waitFinalized(t, b, "eligible.leader.replicas.version", 0)
+	if r := features(t, b, "upgrade", "--feature", "eligible.leader.replicas.version=1"); r.ExitCode != 0 || !strings.Contains(r.Stdout, "eligible.leader.replicas.version was upgraded to 1.") {
+		t.Fatalf("ELR upgrade:\n%s", r)
+	}
+	waitFinalized(t, b, "eligible.leader.replicas.version", 1)
 	if !strings.Contains(brokerBin, "kafka-reference-broker") {
 		// kgo-broker implements no share groups: share.version stays 0.
 		if sv := describeFeatures(t, b)["share.version"]; sv["SupportedMaxVersion"] != "0" || sv["FinalizedVersionLevel"] != "0" {
@@ -221,7 +234,7 @@ log.dirs=%s
 	}
 	ref := filepath.Join(repoRoot, "integration", "testdata", "kafka-reference-broker")
 	if r := RunCommand(t, RunOpts{Hermetic: true}, ref, "format", "-t", clusterID, "-c", ctlProps,
-		"--feature", "eligible.leader.replicas.version=0", "--feature", "share.version=0", "--feature", "streams.version=0"); r.ExitCode != 0 {
+		"--feature", "share.version=0", "--feature", "streams.version=0"); r.ExitCode != 0 {
 		t.Fatalf("kafka-storage.sh format:\n%s", r)
 	}
 	ctl := exec.Command(ref, ctlProps)

@@ -5,9 +5,10 @@ package integration
 // Mixed clusters: Apache Kafka 4.4 nodes (kafka.Kafka from the cached jars,
 // through testdata/kafka-reference-broker) and kgo-broker nodes in one
 // cluster, each node a real process with its own role: controller or broker.
-// Kafka's controllers are formatted with the features kgo-broker does not
-// implement at 0 (eligible.leader.replicas.version, share.version,
-// streams.version), as a kgo-broker node needs to join (docs/STATUS.md).
+// Kafka's controllers are formatted at Kafka 4.4's defaults (eligible
+// leader replicas on) except the features kgo-broker does not implement,
+// share.version and streams.version, at 0, as a kgo-broker node needs to
+// join (docs/STATUS.md).
 
 import (
 	"context"
@@ -129,7 +130,7 @@ func startMixed(t *testing.T, specs ...mixedSpec) *mixedCluster {
 		if n.Kind == kindKafka {
 			args := []string{"format", "-t", c.clusterID, "-c", n.props}
 			if n.Controller {
-				args = append(args, "--feature", "eligible.leader.replicas.version=0", "--feature", "share.version=0", "--feature", "streams.version=0")
+				args = append(args, "--feature", "share.version=0", "--feature", "streams.version=0")
 			}
 			if r := RunCommand(t, RunOpts{Hermetic: true}, kafkaReference(), args...); r.ExitCode != 0 {
 				t.Fatalf("kafka-storage.sh format node %d:\n%s", n.ID, r)

@@ -72,10 +72,9 @@ func TestRollingReplacement(t *testing.T) {
 	}
 	start := time.Now()
 	c := StartCluster(t, ClusterOptions{
-		Combined: 3,
-		Kind:     func(int32) nodeKind { return kindKafka },
-		KafkaFormatArgs: []string{"--feature", "eligible.leader.replicas.version=0",
-			"--feature", "share.version=0", "--feature", "streams.version=0"},
+		Combined:        3,
+		Kind:            func(int32) nodeKind { return kindKafka },
+		KafkaFormatArgs: []string{"--feature", "share.version=0", "--feature", "streams.version=0"},
 		Overrides: map[string]string{
 			"offsets.topic.replication.factor":         "3",
 			"offsets.topic.num.partitions":             "3",

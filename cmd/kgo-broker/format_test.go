@@ -41,16 +41,19 @@ func TestFormatReleaseVersionAndFeatures(t *testing.T) {
 		mv   string
 		want []controller.Feature
 	}{
-		{nil, "4.4-IV2", []controller.Feature{feat("metadata.version", 33), feat("group.version", 1), feat("transaction.version", 2)}},
+		{nil, "4.4-IV2", []controller.Feature{feat("metadata.version", 33), feat("eligible.leader.replicas.version", 1), feat("group.version", 1), feat("transaction.version", 2)}},
+		{[]string{"--feature", "eligible.leader.replicas.version=0"}, "4.4-IV2", []controller.Feature{feat("metadata.version", 33), feat("group.version", 1), feat("transaction.version", 2)}},
+		{[]string{"-r", "4.0-IV1", "-f", "eligible.leader.replicas.version=1"}, "4.0-IV1",
+			[]controller.Feature{feat("metadata.version", 23), feat("eligible.leader.replicas.version", 1), feat("group.version", 1)}},
 		{[]string{"--release-version", "3.9"}, "3.9-IV0", []controller.Feature{feat("metadata.version", 21)}},
 		{[]string{"-r", "4.0", "-f", "transaction.version=1"}, "4.0-IV3",
 			[]controller.Feature{feat("metadata.version", 25), feat("group.version", 1), feat("transaction.version", 1)}},
 		{[]string{"--feature", "metadata.version=20", "--feature=group.version=1"}, "3.8-IV0",
 			[]controller.Feature{feat("metadata.version", 20), feat("group.version", 1)}},
 		{[]string{"--feature", "group.version=0", "--feature", "group.version=1", "--feature", "share.version=0"}, "4.4-IV2",
-			[]controller.Feature{feat("metadata.version", 33), feat("group.version", 1), feat("transaction.version", 2)}},
+			[]controller.Feature{feat("metadata.version", 33), feat("eligible.leader.replicas.version", 1), feat("group.version", 1), feat("transaction.version", 2)}},
 		{[]string{"--release-version", "4.3-IV0", "--feature", "transaction.version=0", "--feature", "group.version=0"}, "4.3-IV0",
-			[]controller.Feature{feat("metadata.version", 30)}},
+			[]controller.Feature{feat("metadata.version", 30), feat("eligible.leader.replicas.version", 1)}},
 	} {
 		dir := t.TempDir()
 		props := serverProps(t, dir, "")
@@ -104,7 +107,7 @@ func TestFormatFeatureErrors(t *testing.T) {
 		{[]string{"--feature", "share.version=5"}, "No feature:share.version with feature level 5"},
 		{[]string{"--feature", "share.version=1"}, "share.version level 1 is not supported by kgo-broker (it supports levels 0 to 0): share groups (KIP-932) are not implemented"},
 		{[]string{"--feature", "streams.version=1"}, "streams.version level 1 is not supported by kgo-broker"},
-		{[]string{"--feature", "eligible.leader.replicas.version=1"}, "eligible.leader.replicas.version level 1 is not supported by kgo-broker"},
+		{[]string{"--release-version", "3.9", "--feature", "eligible.leader.replicas.version=1"}, "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"},
 		{[]string{"--feature", "kraft.version=1"}, "Cannot set kraft.version to 1 unless controller.quorum.voters is empty"},
 		{[]string{"--release-version", "4.0", "--feature", "metadata.version=25"}, "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."},
 		{[]string{"--feature", "metadata.version=6"}, "No MetadataVersion with feature level 6. Valid feature levels are from 7 to 33."},
