@@ -408,7 +408,12 @@ func (c *Controller) run() {
 	}
 	sessions := time.NewTicker(check)
 	defer sessions.Stop()
+	// expiry: the earliest session expiry, so that a broker is fenced when
+	// its session times out, not up to a check interval later
+	expiry := time.NewTimer(check)
+	defer expiry.Stop()
 	for {
+		var fence bool
 		select {
 		case <-c.closeCh:
 			return
@@ -417,9 +422,24 @@ func (c *Controller) run() {
 		case <-noop:
 			c.writeNoOp()
 		case <-sessions.C:
-			c.maybeActivate()
-			c.fenceStaleBrokers()
+			fence = true
+		case <-expiry.C:
+			fence = true
 		}
+		if !fence {
+			continue
+		}
+		c.maybeActivate()
+		d := check
+		if next := c.fenceStaleBrokers(); !next.IsZero() {
+			d = min(d, max(next.Sub(c.cfg.Now())+time.Millisecond, time.Millisecond))
+		}
+		expiry.Stop()
+		select {
+		case <-expiry.C:
+		default:
+		}
+		expiry.Reset(d)
 	}
 }
 

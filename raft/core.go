@@ -1044,6 +1044,26 @@ func (c *Core) logDone(rd Ready, flushed bool) {
 	}
 }
 
+// NextTimerMs is when the core's next election timer fires: a follower's
+// fetch timeout, an election timeout, a leader's check-quorum (-1: none).
+// The Node ticks then as well as on its ticker: Kafka's raft thread wakes at
+// its timers' expiry, and two followers whose fetch timeouts expire together
+// must not be a tick apart, or the later one becomes a prospective while the
+// earlier one's pre-vote is in flight, both grant, and the vote splits.
+func (c *Core) NextTimerMs() int64 {
+	switch c.role {
+	case RoleFollower:
+		return c.fetchDeadline
+	case RoleLeader:
+		return c.checkQuorum
+	case RoleUnattached:
+		if !c.canCampaign() {
+			return -1
+		}
+	}
+	return c.electionDeadline
+}
+
 // ReadableHighWatermark is the high watermark capped at the log the
 // environment has written: what listeners can read (-1 unknown).
 func (c *Core) ReadableHighWatermark() int64 {

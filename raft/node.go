@@ -318,22 +318,40 @@ func (n *Node) run() {
 	defer close(n.done)
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
+	// timer: the core's next election timer (Core.NextTimerMs), so that it
+	// fires on time rather than up to a tick late
+	timer := time.NewTimer(n.cfg.TickInterval)
+	defer timer.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
-			n.mu.Lock()
-			if !n.closed && n.failed == nil {
-				n.fail(n.core.Tick(n.nowMs()))
-				n.fail(n.processReadyLocked())
-				if len(n.snaps.ids) > 1 && !n.cleanDue {
-					n.cleanDue = true
-					n.wcond.Broadcast()
-				}
-			}
-			n.mu.Unlock()
+		case <-timer.C:
 		}
+		next := int64(-1)
+		n.mu.Lock()
+		if !n.closed && n.failed == nil {
+			n.fail(n.core.Tick(n.nowMs()))
+			n.fail(n.processReadyLocked())
+			if len(n.snaps.ids) > 1 && !n.cleanDue {
+				n.cleanDue = true
+				n.wcond.Broadcast()
+			}
+			next = n.core.NextTimerMs()
+		}
+		now := n.nowMs()
+		n.mu.Unlock()
+		d := n.cfg.TickInterval
+		if next >= now {
+			d = time.Duration(next-now)*time.Millisecond + 100*time.Microsecond
+		}
+		timer.Stop()
+		select {
+		case <-timer.C:
+		default:
+		}
+		timer.Reset(d)
 	}
 }
 
