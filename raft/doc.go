@@ -78,7 +78,10 @@
 //
 // Elections, in detail. A voter becomes Prospective when its election timer
 // (election timeout + random [0, election timeout)) or its fetch timer
-// (fetch timeout since the last successful fetch) expires. A follower rejects
+// (fetch timeout since the last successful fetch) expires; the Node ticks the
+// core at that moment (Core.NextTimerMs), not only on its 10 ms ticker, as
+// Kafka's raft thread wakes at its timers: followers whose fetch timers
+// expire together would otherwise race a tick apart and split the vote. A follower rejects
 // pre-votes while it has heard from its leader within the fetch timeout,
 // unless the leader resigned (EndQuorumEpoch); a replica that rejoins the
 // leader it had keeps its old contact time, so hearsay does not revive a dead
