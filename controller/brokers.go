@@ -514,8 +514,11 @@ func (c *Controller) unregisterBroker(ctx context.Context, req *kmsg.UnregisterB
 }
 
 // fenceStaleBrokers fences, one batch at a time, every unfenced broker
-// whose session expired (maybeFenceOneStaleBroker).
-func (c *Controller) fenceStaleBrokers() {
+// whose session expired (maybeFenceOneStaleBroker). It returns when the
+// next session expires (zero: none, or not active), for the caller to check
+// again then, as QuorumController.rescheduleMaybeFenceStaleBrokers schedules
+// the check at the earliest expiry rather than polling.
+func (c *Controller) fenceStaleBrokers() (next time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.activeLocked() {
@@ -524,6 +527,7 @@ func (c *Controller) fenceStaleBrokers() {
 			recs  []metadatacache.Record
 		)
 		now := c.cfg.Now()
+		next = time.Time{}
 		c.view(func(s *state) {
 			for _, id := range s.brokerIDs() {
 				b := s.brokers[id]
@@ -531,15 +535,19 @@ func (c *Controller) fenceStaleBrokers() {
 					continue
 				}
 				ss := c.sessionLocked(id)
-				if ss.lastContact.Add(c.cfg.SessionTimeout).Before(now) {
+				exp := ss.lastContact.Add(c.cfg.SessionTimeout)
+				if exp.Before(now) {
 					stale = id
 					recs = brokerFencedRecords(s, s.metadataVersion(), id)
 					return
 				}
+				if next.IsZero() || exp.Before(next) {
+					next = exp
+				}
 			}
 		})
 		if stale < 0 {
-			return
+			return next
 		}
 		c.log.Info("fencing broker because its session has timed out", zap.Int32("broker", stale))
 		if _, err := c.write(context.Background(), recs); err != nil {
@@ -549,6 +557,7 @@ func (c *Controller) fenceStaleBrokers() {
 			ss.shutdownOffset = -1
 		}
 	}
+	return time.Time{}
 }
 
 func (c *Controller) allocateProducerIDs(ctx context.Context, req *kmsg.AllocateProducerIDsRequest) kmsg.Response {

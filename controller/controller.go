@@ -432,7 +432,12 @@ func (c *Controller) run() {
 		defer t.Stop()
 		unclean = t.C
 	}
+	// expiry: the earliest session expiry, so that a broker is fenced when
+	// its session times out, not up to a check interval later
+	expiry := time.NewTimer(check)
+	defer expiry.Stop()
 	for {
+		var fence bool
 		select {
 		case <-c.closeCh:
 			return
@@ -441,8 +446,9 @@ func (c *Controller) run() {
 		case <-noop:
 			c.writeNoOp()
 		case <-sessions.C:
-			c.maybeActivate()
-			c.fenceStaleBrokers()
+			fence = true
+		case <-expiry.C:
+			fence = true
 		case <-preferred:
 			for c.balancePartitionLeaders() {
 			}
@@ -450,6 +456,20 @@ func (c *Controller) run() {
 			for c.electUncleanLeaders() {
 			}
 		}
+		if !fence {
+			continue
+		}
+		c.maybeActivate()
+		d := check
+		if next := c.fenceStaleBrokers(); !next.IsZero() {
+			d = min(d, max(next.Sub(c.cfg.Now())+time.Millisecond, time.Millisecond))
+		}
+		expiry.Stop()
+		select {
+		case <-expiry.C:
+		default:
+		}
+		expiry.Reset(d)
 	}
 }
 

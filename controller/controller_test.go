@@ -725,7 +725,11 @@ func TestSessionTimeoutFencesAndUnfenceRestoresLeaders(t *testing.T) {
 	e.heartbeat(2, e2, e.c.Image().Offset, false, false)
 	e.clock.Advance(8 * time.Second)
 	e.heartbeat(other, otherEpoch, e.c.Image().Offset, false, false)
-	e.c.fenceStaleBrokers()
+	// The next check is due when lonely's session (last heard at 8s) expires,
+	// as QuorumController schedules it, not a polling interval later.
+	if next, want := e.c.fenceStaleBrokers(), e.clock.Now().Add(-8*time.Second+e.cfg.SessionTimeout); !next.Equal(want) {
+		t.Fatalf("next session expiry %v, want %v (lonely's)", next, want)
+	}
 	if e.c.Image().Broker(lonely).Fenced {
 		t.Fatal("fenced too early")
 	}

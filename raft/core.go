@@ -148,7 +148,10 @@ type Core struct {
 	logStart  int64          // log start offset: below it only snapshots
 	snapshots []SnapshotInfo // frozen snapshots, ascending
 	leo       int64          // log end offset including entries not yet handed to the environment
-	flushed   int64          // log end offset the environment has made durable (Advance)
+	handed    int64          // log end offset handed to the environment (Ready)
+	written   int64          // log end offset the environment has in the log, readable (LogWritten, Advance)
+	flushed   int64          // log end offset the environment has made durable (LogFlushed, Advance)
+	logGen    uint64         // bumped whenever handed entries are truncated (or replaced by a snapshot)
 	hw        int64          // -1 unknown
 
 	electionDeadline int64
@@ -221,6 +224,8 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		logStart:   cfg.LogStart,
 		snapshots:  slices.Clone(cfg.Snapshots),
 		leo:        cfg.LogEnd,
+		handed:     cfg.LogEnd,
+		written:    cfg.LogEnd,
 		flushed:    cfg.LogEnd,
 		hw:         -1,
 		truncateTo: -1,
@@ -900,12 +905,17 @@ func (c *Core) truncate(offset int64) {
 		}
 	}
 	c.entries = kept
-	if offset < c.flushed {
+	if offset < c.handed {
+		// Entries the environment has (or is writing) go: acknowledgements
+		// of Readys taken before this one no longer say anything.
 		if c.truncateTo < 0 || offset < c.truncateTo {
 			c.truncateTo = offset
 		}
-		c.flushed = offset
+		c.handed = offset
+		c.logGen++
 	}
+	c.written = min(c.written, offset)
+	c.flushed = min(c.flushed, offset)
 	c.leo = offset
 	c.epochs.truncateFrom(offset)
 	c.ctl.truncateNew(offset)
@@ -956,7 +966,8 @@ func (c *Core) HasReady() bool {
 // before calling Step, Tick or Propose again.
 func (c *Core) Ready() Ready {
 	rd := Ready{TruncateTo: c.truncateTo, Entries: c.entries, Messages: c.msgs,
-		HighWatermark: c.hw, HWChanged: c.hwChanged, SnapshotChunks: c.snapChunks, LoadSnapshot: c.snapLoad, logEnd: c.leo}
+		HighWatermark: c.hw, HWChanged: c.hwChanged, SnapshotChunks: c.snapChunks, LoadSnapshot: c.snapLoad, logEnd: c.leo, logGen: c.logGen}
+	c.handed = c.leo
 	if c.hsDirty {
 		hs := HardState{LeaderEpoch: c.epoch, LeaderID: c.leader, VotedID: c.votedID, VotedDirectoryID: c.votedDir,
 			KRaftVersion: c.ctl.kraftVersion()}
@@ -979,14 +990,87 @@ func (c *Core) Ready() Ready {
 // Advance tells the core that rd has been carried out: state persisted, log
 // truncated, entries appended and flushed, messages handed to the network.
 func (c *Core) Advance(rd Ready) error {
-	if rd.logEnd > c.flushed && rd.logEnd <= c.leo {
-		c.flushed = rd.logEnd
-	}
+	c.logDone(rd, true)
 	if c.role == RoleLeader {
 		c.maybeAdvanceHW()
 		c.completeParked(false)
 	}
 	return c.takeErr()
+}
+
+// LogWritten tells the core that the log work of rd (and of every Ready
+// before it) is done but not yet durable: its entries can be read and served
+// to followers. For an environment that persists the log asynchronously
+// (see Ready); it calls it for each Ready with log work, in order.
+func (c *Core) LogWritten(rd Ready) error {
+	c.logDone(rd, false)
+	return c.takeErr()
+}
+
+// LogFlushed tells the core that the log work of rd (and of every Ready
+// before it) is durable: a leader counts its log up to there for the high
+// watermark, a follower fetches from there.
+func (c *Core) LogFlushed(rd Ready) error {
+	c.logDone(rd, true)
+	return c.takeErr()
+}
+
+// logDone records that the log holds rd's end offset (durably with
+// flushed), unless a truncation since rd was taken made that meaningless:
+// the Ready carrying the truncation acknowledges the new end.
+func (c *Core) logDone(rd Ready, flushed bool) {
+	if rd.logGen != c.logGen || rd.logEnd > c.handed {
+		return
+	}
+	if rd.logEnd > c.written {
+		c.written = rd.logEnd
+		if c.role == RoleLeader {
+			c.completeParked(false)
+		}
+	}
+	if !flushed || rd.logEnd <= c.flushed {
+		return
+	}
+	c.flushed = rd.logEnd
+	switch c.role {
+	case RoleLeader:
+		c.maybeAdvanceHW()
+		c.completeParked(false)
+	case RoleFollower:
+		// the Fetch held back while entries were not durable
+		if c.fetchInflight == 0 && c.now >= c.fetchRetryAt {
+			c.sendFetch()
+		}
+	}
+}
+
+// NextTimerMs is when the core's next election timer fires: a follower's
+// fetch timeout, an election timeout, a leader's check-quorum (-1: none).
+// The Node ticks then as well as on its ticker: Kafka's raft thread wakes at
+// its timers' expiry, and two followers whose fetch timeouts expire together
+// must not be a tick apart, or the later one becomes a prospective while the
+// earlier one's pre-vote is in flight, both grant, and the vote splits.
+func (c *Core) NextTimerMs() int64 {
+	switch c.role {
+	case RoleFollower:
+		return c.fetchDeadline
+	case RoleLeader:
+		return c.checkQuorum
+	case RoleUnattached:
+		if !c.canCampaign() {
+			return -1
+		}
+	}
+	return c.electionDeadline
+}
+
+// ReadableHighWatermark is the high watermark capped at the log the
+// environment has written: what listeners can read (-1 unknown).
+func (c *Core) ReadableHighWatermark() int64 {
+	if c.hw < 0 {
+		return c.hw
+	}
+	return min(c.hw, c.written)
 }
 
 // ---------------------------------------------------------------------------
@@ -1122,6 +1206,12 @@ func (c *Core) sendFetch() {
 }
 
 func (c *Core) sendFetchTo(to int32, addr string) {
+	if c.flushed < c.leo {
+		// The fetch offset tells the leader what this replica holds
+		// durably (KafkaRaftClient.appendAsFollower flushes before the next
+		// Fetch): wait for LogFlushed, which sends it.
+		return
+	}
 	c.fetchInflight = c.newID()
 	c.fetchSentMs = c.now
 	// FetcherHW: the high watermark known here, -1 unknown (KIP-1166;

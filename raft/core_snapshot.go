@@ -294,7 +294,12 @@ func (c *Core) loadSnapshot(s SnapshotInfo) {
 	}
 	c.entries = nil
 	c.truncateTo = -1
-	c.leo, c.flushed, c.logStart = s.ID.Offset, s.ID.Offset, s.ID.Offset
+	c.leo, c.logStart, c.handed = s.ID.Offset, s.ID.Offset, s.ID.Offset
+	// Nothing is readable or durable until the environment acknowledges
+	// the load (Advance, or LogWritten and LogFlushed of its Ready): no
+	// listener reads and no Fetch goes out before it.
+	c.written, c.flushed = -1, -1
+	c.logGen++
 	c.epochs = nil
 	c.forgetSnapshotsBefore(s.ID)
 	c.AddSnapshot(s)

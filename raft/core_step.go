@@ -324,7 +324,7 @@ func (c *Core) handleFetch(m Message) {
 	// answered at once, so it learns of new commits without waiting for
 	// new records or MaxWaitMs.
 	behind := m.HasFetcherHW && m.FetcherHW < c.advertisedHW()
-	if m.LastOffset >= c.leo && m.MaxWaitMs > 0 && !behind {
+	if m.LastOffset >= c.written && m.MaxWaitMs > 0 && !behind {
 		c.parked = append(c.parked, parkedFetch{req: m, deadline: c.now + m.MaxWaitMs, hw: c.hw})
 		return
 	}
@@ -333,8 +333,10 @@ func (c *Core) handleFetch(m Message) {
 
 func (c *Core) answerFetch(m Message) {
 	resp := c.fetchResp(m)
-	if m.LastOffset < c.leo {
-		resp.ReadFrom, resp.ReadTo = m.LastOffset, c.leo
+	// Only what the log already holds: entries still being written are
+	// served once LogWritten says so (completeParked).
+	if m.LastOffset < c.written {
+		resp.ReadFrom, resp.ReadTo = m.LastOffset, c.written
 	}
 	c.send(resp)
 }
@@ -413,7 +415,7 @@ func (c *Core) completeParked(all bool) {
 	}
 	kept := c.parked[:0]
 	for _, p := range c.parked {
-		if all || c.leo > p.req.LastOffset || c.hw != p.hw || c.now >= p.deadline {
+		if all || c.written > p.req.LastOffset || c.hw != p.hw || c.now >= p.deadline {
 			c.answerFetch(p.req)
 			continue
 		}

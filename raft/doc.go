@@ -18,13 +18,24 @@
 //	          ┌────▼────┐   Ready{HardState, TruncateTo, Entries,
 //	          │  Core   ├──────    Messages, HighWatermark, LeaderChange}
 //	          └────▲────┘                │
-//	               │ Advance(rd)         ▼
-//	┌──────────────┴─────────────────────────────────────┐
-//	│ Node: 1. write quorum-state (.tmp, fsync, rename)  │
-//	│       2. truncate, append, flush the log           │
-//	│       3. send requests / answer HandleRequest      │
-//	│       4. Advance; listeners read up to the HW      │
-//	└────────────────────────────────────────────────────┘
+//	               │ LogWritten(rd)      ▼
+//	               │ LogFlushed(rd)
+//	┌──────────────┴──────────────────────────────────────────────┐
+//	│ Node (under Node.mu): queue the disk work; send messages    │
+//	│   once the HardState is durable; listeners read up to the HW │
+//	│ quorum-state writer (no lock): .tmp, fsync, rename           │
+//	│ log writer (no lock): truncate, append -> LogWritten,        │
+//	│   flush -> LogFlushed (node_persist.go)                      │
+//	└──────────────────────────────────────────────────────────────┘
+//
+// A leader serves Fetch from what it wrote and counts its own log for the
+// high watermark only up to what it flushed; a follower sends its next Fetch
+// (its fetch offset acknowledges what it holds) only once its entries are
+// durable, as Kafka's follower flushes before fetching again
+// (KafkaRaftClient.appendAsFollower). Kafka 4.4's leader counts its log end
+// before its flush (flushLeaderLog updates the end offset first); this one
+// waits for its own fsync, so a high watermark never passes what a majority
+// made durable. A test harness (Advance) may still do everything in line.
 //
 // # States (QuorumState.java, EpochState implementations)
 //
@@ -67,7 +78,10 @@
 //
 // Elections, in detail. A voter becomes Prospective when its election timer
 // (election timeout + random [0, election timeout)) or its fetch timer
-// (fetch timeout since the last successful fetch) expires. A follower rejects
+// (fetch timeout since the last successful fetch) expires; the Node ticks the
+// core at that moment (Core.NextTimerMs), not only on its 10 ms ticker, as
+// Kafka's raft thread wakes at its timers: followers whose fetch timers
+// expire together would otherwise race a tick apart and split the vote. A follower rejects
 // pre-votes while it has heard from its leader within the fetch timeout,
 // unless the leader resigned (EndQuorumEpoch); a replica that rejoins the
 // leader it had keeps its old contact time, so hearsay does not revive a dead
@@ -121,13 +135,16 @@
 // Fetch), POSITION_OUT_OF_RANGE (the download restarts at 0), and the
 // leader-only epoch checks of Fetch.
 //
-// Locking: Node.mu guards the core and the Ready loop (quorum-state and log
-// writes happen under it) and the snapshot files (reads for listeners and
-// FetchSnapshot, freezing, deletion); listener goroutines and transport
-// goroutines take it briefly and never call out while holding it.
+// Locking: Node.mu guards the core, the Ready loop and the snapshot files
+// (FetchSnapshot reads, freezing, deletion); listener goroutines and
+// transport goroutines take it briefly and never call out while holding it.
+// No write or sync of the metadata log or the quorum-state file runs under
+// it (node_persist.go), nor do the log reads of Fetch responses and
+// listeners (the log writer holds the log's own lock across an append).
 // CreateSnapshot encodes and writes the .part file without it and takes it to
 // validate, freeze and clean. The log (a storage.Log) has its own locks,
-// taken under Node.mu. Callers hold controller.Controller.mu (Append) or the
+// taken under Node.mu only by retention, snapshot creation and a fetched
+// snapshot's load. Callers hold controller.Controller.mu (Append) or the
 // broker's metadata feeder lock (HighWatermark) when they take Node.mu, so
 // it ranks after those (lockrank.RaftNode). The transport's per-voter dial
 // lock (transportConn.mu, held while dialling) takes the connection map's
@@ -149,6 +166,7 @@
 //	log.go           LogStore: what the node needs of the metadata log
 //	storagelog.go    LogStore over storage.Log (segments, indexes, leader-epoch-checkpoint)
 //	node.go          Node: configuration, the Ready loop, Append, Close
+//	node_persist.go  Node: the log and quorum-state writers, outside Node.mu
 //	node_snapshot.go Node: CreateSnapshot, retention, loading, the SnapshotGenerator
 //	rpc.go           kmsg <-> Message, request validation, DescribeQuorum
 //	listeners.go     Register and the per-listener delivery goroutines

@@ -29,6 +29,14 @@ type harness struct {
 	// faults (simulation)
 	dropP, dupP float64
 	maxDelay    int64
+	// asyncDisk: log work is carried out later, as the Node's log writer
+	// does (node_persist.go): written after up to diskDelay ms, durable up
+	// to diskDelay ms after that, each acknowledged with LogWritten and
+	// LogFlushed; a crash loses what was not written, and (at random) what
+	// was written but not flushed. The quorum state stays synchronous: the
+	// Node holds messages back until it is durable.
+	asyncDisk bool
+	diskDelay int64
 
 	// dynamic: kraft.version 1, the initial voters from a bootstrap
 	// checkpoint (format --initial-controllers), every node with an
@@ -64,6 +72,20 @@ type hnode struct {
 	partID   OffsetAndEpoch
 	// observed
 	lastHW int64
+	// asyncDisk: Readys whose log work waits, the batch being written and
+	// when its write and its flush complete, and the durable state
+	pending   []Ready
+	writing   []Ready
+	writtenAt int64 // -1: no batch in flight
+	flushAt   int64
+	durable   *hdurable
+}
+
+// hdurable is what a node's log holds durably (asyncDisk).
+type hdurable struct {
+	log      []Entry
+	logStart int64
+	base     []Entry
 }
 
 type hmsg struct {
@@ -234,6 +256,8 @@ func (h *harness) start(n *hnode) {
 	}
 	n.core, n.up, n.lastHW = c, true, -1
 	n.inc++
+	n.writtenAt = -1
+	n.markDurable()
 	h.process(n)
 }
 
@@ -241,6 +265,102 @@ func (h *harness) crash(id int32) {
 	n := h.nodes[id]
 	n.up = false
 	n.core = nil
+	if h.asyncDisk {
+		n.pending, n.writing, n.writtenAt = nil, nil, -1
+		if n.durable != nil && h.rng.Intn(2) == 0 {
+			// the page cache is gone: only the flushed log survives
+			h.logf("node %d loses its unflushed log", n.id)
+			n.log, n.logStart, n.base = slices.Clone(n.durable.log), n.durable.logStart, slices.Clone(n.durable.base)
+		}
+		n.durable = nil
+	}
+}
+
+// markDurable records n's log as durable (asyncDisk).
+func (n *hnode) markDurable() {
+	n.durable = &hdurable{log: slices.Clone(n.log), logStart: n.logStart, base: slices.Clone(n.base)}
+}
+
+// diskDue advances the nodes' asynchronous log writes (asyncDisk).
+func (h *harness) diskDue() {
+	if !h.asyncDisk {
+		return
+	}
+	for _, id := range h.ids() {
+		n := h.nodes[id]
+		if !n.up {
+			continue
+		}
+		if n.writtenAt < 0 && len(n.pending) > 0 {
+			n.writing, n.pending = n.pending, nil
+			n.writtenAt = h.now + h.rng.Int63n(h.diskDelay+1)
+			n.flushAt = n.writtenAt + h.rng.Int63n(h.diskDelay+1)
+		}
+		if n.writing == nil {
+			continue
+		}
+		last := n.writing[len(n.writing)-1]
+		if n.writtenAt >= 0 && h.now >= n.writtenAt {
+			for _, rd := range n.writing {
+				h.applyLogWork(n, rd)
+			}
+			n.writtenAt = -2 // written, flush pending
+			h.logf("node %d wrote its log to %d", n.id, h.logEnd(n))
+			h.check(n.core.LogWritten(last), n)
+			h.process(n)
+			if !n.up {
+				continue
+			}
+		}
+		if n.writtenAt == -2 && h.now >= n.flushAt {
+			n.writing, n.writtenAt = nil, -1
+			n.markDurable()
+			h.logf("node %d flushed its log to %d", n.id, h.logEnd(n))
+			h.check(n.core.LogFlushed(last), n)
+			h.process(n)
+		}
+	}
+}
+
+// applyLogWork carries out rd's truncation, appends and snapshot pieces.
+func (h *harness) applyLogWork(n *hnode, rd Ready) {
+	if rd.TruncateTo >= 0 {
+		i := sort.Search(len(n.log), func(i int) bool { return n.log[i].Offset >= rd.TruncateTo })
+		h.logf("node %d truncates to %d", n.id, rd.TruncateTo)
+		n.log = n.log[:i]
+	}
+	for _, e := range rd.Entries {
+		if end := h.logEnd(n); e.Offset != end {
+			h.t.Fatalf("node %d: append at %d, log end %d", n.id, e.Offset, end)
+		}
+		e.Raw = nil
+		n.log = append(n.log, e)
+	}
+	for _, ch := range rd.SnapshotChunks {
+		if ch.Position == 0 || ch.ID != n.partID || int64(len(n.part)) != ch.Position {
+			n.part, n.partID = nil, ch.ID
+		}
+		if int64(len(n.part)) != ch.Position {
+			h.t.Fatalf("node %d: snapshot chunk at %d, have %d bytes", n.id, ch.Position, len(n.part))
+		}
+		n.part = append(n.part, ch.Data...)
+	}
+	if s := rd.LoadSnapshot; s != nil {
+		if n.partID != s.ID || int64(len(n.part)) != s.Size {
+			h.t.Fatalf("node %d: loading snapshot %v of %d bytes, downloaded %d of %v", n.id, s.ID, s.Size, len(n.part), n.partID)
+		}
+		h.logf("node %d loads snapshot %d@%d", n.id, s.ID.Offset, s.ID.Epoch)
+		h.snapLoads++
+		n.snaps = map[OffsetAndEpoch][]byte{s.ID: n.part}
+		ctl, err := decodeSnapshotControl(n.part)
+		if err != nil {
+			h.t.Fatalf("node %d: snapshot %v: %v", n.id, s.ID, err)
+		}
+		n.part = nil
+		n.log, n.logStart, n.base = nil, s.ID.Offset, h.snapshotEntries(n, s.ID)
+		n.markDurable() // the load is durable (fsync, rename, truncation)
+		h.check(n.core.SnapshotLoaded(s.ID, ctl), n)
+	}
 }
 
 func (h *harness) restart(id int32) { h.start(h.nodes[id]) }
@@ -257,6 +377,19 @@ func (h *harness) process(n *hnode) {
 		rd := n.core.Ready()
 		if rd.HardState != nil {
 			n.hs = *rd.HardState
+		}
+		if h.asyncDisk {
+			if rd.HasLogWork() {
+				n.pending = append(n.pending, rd)
+			}
+			for _, m := range rd.Messages {
+				h.sendMsg(n, m)
+			}
+			if rd.LeaderChange != nil {
+				h.logf("node %d sees leader %d epoch %d", n.id, rd.LeaderChange.LeaderID, rd.LeaderChange.Epoch)
+			}
+			h.invariants(n)
+			continue
 		}
 		if rd.TruncateTo >= 0 {
 			i := sort.Search(len(n.log), func(i int) bool { return n.log[i].Offset >= rd.TruncateTo })
@@ -293,6 +426,9 @@ func (h *harness) process(n *hnode) {
 			n.part = nil
 			n.log, n.logStart, n.base = nil, s.ID.Offset, h.snapshotEntries(n, s.ID)
 			h.check(n.core.SnapshotLoaded(s.ID, ctl), n)
+		}
+		if rd.HasLogWork() {
+			n.markDurable()
 		}
 		for _, m := range rd.Messages {
 			h.sendMsg(n, m)
@@ -367,7 +503,7 @@ func (h *harness) snapshotAt(id int32, truncate bool) (OffsetAndEpoch, bool) {
 	if !n.up {
 		return OffsetAndEpoch{}, false
 	}
-	hw := n.core.HighWatermark()
+	hw := n.core.ReadableHighWatermark()
 	var state []Entry
 	for _, e := range n.view() {
 		if e.LastOffset < hw {
@@ -395,6 +531,11 @@ func (h *harness) snapshotAt(id int32, truncate bool) (OffsetAndEpoch, bool) {
 		n.logStart, n.base = sid.Offset, state
 		i := sort.Search(len(n.log), func(i int) bool { return n.log[i].Offset >= sid.Offset })
 		n.log = slices.Clone(n.log[i:])
+		if d := n.durable; h.asyncDisk && d != nil {
+			// retention deletes durably, below the unflushed tail
+			j := sort.Search(len(d.log), func(i int) bool { return d.log[i].Offset >= sid.Offset })
+			d.log, d.logStart, d.base = slices.Clone(d.log[j:]), sid.Offset, state
+		}
 		for old := range n.snaps {
 			if compareOffsetAndEpoch(old, sid) < 0 {
 				delete(n.snaps, old)
@@ -541,6 +682,10 @@ func (h *harness) invariants(n *hnode) {
 		h.t.Fatalf("node %d high watermark went back from %d to %d", n.id, n.lastHW, st.HighWatermark)
 	}
 	n.lastHW = st.HighWatermark
+	// The committed prefix the node's log must hold: up to what it has
+	// written (with asyncDisk a follower learns a high watermark before
+	// its entries are written).
+	st.HighWatermark = c.ReadableHighWatermark()
 	if st.HighWatermark > h.commitEnd {
 		// extend the global committed prefix from this node's log
 		h.checkPrefix(n, h.commitEnd)
@@ -559,7 +704,9 @@ func (h *harness) invariants(n *hnode) {
 
 // checkPrefix verifies that n's log holds exactly the committed batches below end.
 func (h *harness) checkPrefix(n *hnode, end int64) {
-	if st := n.core.Status(); st.LogStartOffset != n.logStart || st.LogEndOffset < h.logEnd(n) {
+	// (with asyncDisk the environment catches up with the core only once
+	// the log work handed out is done)
+	if st := n.core.Status(); (len(n.pending) == 0 && n.writing == nil) && (st.LogStartOffset != n.logStart || st.LogEndOffset < h.logEnd(n)) {
 		h.t.Fatalf("t=%d node %d: core log [%d, %d), environment [%d, %d)", h.now, n.id, st.LogStartOffset, st.LogEndOffset, n.logStart, h.logEnd(n))
 	}
 	for i, ce := range h.committed {

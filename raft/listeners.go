@@ -92,9 +92,7 @@ func (n *Node) runListener(ls *listenerState) {
 		if n.hw > ls.next {
 			ls.fresh = false
 		}
-		if snap == nil && err == nil && n.hw > ls.next {
-			raw, err = n.store.Read(ls.next, n.hw, 1<<20)
-		}
+		read := snap == nil && err == nil && n.hw > ls.next
 		hw := n.hw
 		var change *LeaderAndEpoch
 		if n.leaderChangeDeliverable(ls) {
@@ -102,6 +100,20 @@ func (n *Node) runListener(ls *listenerState) {
 			change = &le
 		}
 		n.mu.Unlock()
+		if read {
+			// Without n.mu: the log writer may hold the log's lock across
+			// an append. Committed batches below hw stay, unless retention
+			// or a fetched snapshot moved the log start past them meanwhile.
+			raw, err = n.store.Read(ls.next, hw, 1<<20)
+			if err != nil {
+				n.mu.Lock()
+				gone := ls.next < n.core.LogStartOffset()
+				n.mu.Unlock()
+				if gone {
+					continue
+				}
+			}
+		}
 		if err != nil {
 			n.log.Error("raft listener read failed", zap.Int64("offset", ls.next), zap.Error(err))
 			n.mu.Lock()

@@ -149,6 +149,16 @@ type Node struct {
 	ctx      context.Context  // cancelled by Close: in-flight requests
 	cancel   context.CancelFunc
 
+	// persistence (node_persist.go): the writers' queue and wake-up
+	wcond    *sync.Cond
+	logq     []Ready    // Readys whose log work is pending, in order
+	qsNext   *HardState // the latest HardState not yet taken by its writer
+	qsSeq    uint64     // HardStates queued
+	qsDone   uint64     // HardStates durable
+	held     []heldMsg  // messages waiting for their HardState
+	cleanDue bool       // retention to run on the log writer
+	writers  sync.WaitGroup
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -225,6 +235,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.mu.SetRank(lockrank.RaftNode)
 	n.cond = sync.NewCond(&n.mu)
+	n.wcond = sync.NewCond(&n.mu)
 	return n, nil
 }
 
@@ -291,7 +302,12 @@ func (n *Node) Start() error {
 		zap.Int64("logStartOffset", store.LogStartOffset()), zap.Int64("logEndOffset", store.LogEndOffset()),
 		zap.Int("snapshots", len(snaps.ids)), zap.Int16("kraftVersion", core.KRaftVersion()),
 		zap.Stringer("voters", core.Voters()))
+	n.writers.Add(2)
+	go n.runLogWriter()
+	go n.runQuorumStateWriter()
 	if err := n.processReadyLocked(); err != nil {
+		n.failed = err
+		n.wcond.Broadcast()
 		return err
 	}
 	go n.run()
@@ -302,21 +318,40 @@ func (n *Node) run() {
 	defer close(n.done)
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
+	// timer: the core's next election timer (Core.NextTimerMs), so that it
+	// fires on time rather than up to a tick late
+	timer := time.NewTimer(n.cfg.TickInterval)
+	defer timer.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
-			n.mu.Lock()
-			if !n.closed && n.failed == nil {
-				n.fail(n.core.Tick(n.nowMs()))
-				n.fail(n.processReadyLocked())
-				if len(n.snaps.ids) > 1 {
-					n.fail(n.maybeCleanLocked())
-				}
-			}
-			n.mu.Unlock()
+		case <-timer.C:
 		}
+		next := int64(-1)
+		n.mu.Lock()
+		if !n.closed && n.failed == nil {
+			n.fail(n.core.Tick(n.nowMs()))
+			n.fail(n.processReadyLocked())
+			if len(n.snaps.ids) > 1 && !n.cleanDue {
+				n.cleanDue = true
+				n.wcond.Broadcast()
+			}
+			next = n.core.NextTimerMs()
+		}
+		now := n.nowMs()
+		n.mu.Unlock()
+		d := n.cfg.TickInterval
+		if next >= now {
+			d = time.Duration(next-now)*time.Millisecond + 100*time.Microsecond
+		}
+		timer.Stop()
+		select {
+		case <-timer.C:
+		default:
+		}
+		timer.Reset(d)
 	}
 }
 
@@ -336,68 +371,28 @@ func (n *Node) fail(err error) {
 	}
 	n.appends = nil
 	n.cond.Broadcast()
+	n.wcond.Broadcast()
 }
 
-// processReadyLocked carries out the core's Ready: persist, truncate, append,
-// flush, send, advance. n.mu must be held.
+// processReadyLocked takes the core's Readys: their disk work goes to the
+// writers (node_persist.go), their messages out (or held until the
+// quorum-state is durable), then the high watermark, leader and waiters
+// are updated. n.mu must be held; no disk write or sync happens under it.
 func (n *Node) processReadyLocked() error {
 	for n.core.HasReady() {
 		rd := n.core.Ready()
-		if rd.HardState != nil {
-			if err := n.qs.write(*rd.HardState); err != nil {
-				return fmt.Errorf("raft: writing quorum-state: %w", err)
-			}
-		}
-		if rd.TruncateTo >= 0 {
-			n.log.Info("truncating metadata log", zap.Int64("offset", rd.TruncateTo))
-			if err := n.store.Truncate(rd.TruncateTo); err != nil {
-				return err
-			}
-		}
-		if len(rd.Entries) > 0 {
-			var buf []byte
-			for _, e := range rd.Entries {
-				if e.Raw != nil {
-					buf = append(buf, e.Raw...)
-				} else {
-					buf = append(buf, EncodeEntry(e)...)
-				}
-			}
-			if err := n.store.Append(buf); err != nil {
-				return err
-			}
-		}
-		if len(rd.Entries) > 0 || rd.TruncateTo >= 0 {
-			if err := n.store.Flush(); err != nil {
-				return err
-			}
-		}
-		for _, ch := range rd.SnapshotChunks {
-			if err := n.snaps.appendPart(ch.ID, ch.Position, ch.Data); err != nil {
-				return fmt.Errorf("raft: writing fetched snapshot: %w", err)
-			}
-		}
-		if s := rd.LoadSnapshot; s != nil {
-			if err := n.loadFetchedSnapshotLocked(*s); err != nil {
-				return err
-			}
-		}
-		for _, m := range rd.Messages {
-			if err := n.dispatchLocked(m); err != nil {
-				return err
-			}
+		if err := n.queueReadyLocked(rd); err != nil {
+			return err
 		}
 		if rd.LeaderChange != nil {
 			n.le = *rd.LeaderChange
 			n.log.Info("raft leader change", zap.Int32("leader", n.le.LeaderID), zap.Int32("epoch", n.le.Epoch))
 			n.cond.Broadcast()
 		}
-		if err := n.core.Advance(rd); err != nil {
-			return err
-		}
 		st := n.core.Status()
 		n.epochSt = st.EpochStartOffset
-		if hw := n.core.HighWatermark(); hw != n.hw {
+		// Listeners read the log up to it: never past what is written.
+		if hw := n.core.ReadableHighWatermark(); hw > n.hw {
 			n.hw = hw
 			n.cond.Broadcast()
 		}
@@ -423,14 +418,9 @@ func (n *Node) resolveAppendsLocked() {
 
 // dispatchLocked delivers one outgoing message: responses to local waiters
 // (HandleRequest), requests to the transport. n.mu must be held.
+// A Fetch response's records are read by its waiter, without n.mu
+// (fillFetchRecords): the log's lock may be held by the log writer.
 func (n *Node) dispatchLocked(m Message) error {
-	if m.Type == MsgFetchResp && m.ReadFrom >= 0 && m.ReadTo > m.ReadFrom {
-		b, err := n.store.Read(m.ReadFrom, m.ReadTo, maxFetchBytes)
-		if err != nil {
-			return err
-		}
-		m.Entries = []Entry{{Raw: b}}
-	}
 	if m.Type == MsgFetchSnapshotResp && m.SnapshotID != nil && m.ReadFrom >= 0 && m.ReadTo > m.ReadFrom {
 		b, err := n.snaps.readAt(*m.SnapshotID, m.ReadFrom, int(m.ReadTo-m.ReadFrom))
 		if err != nil {
@@ -589,6 +579,7 @@ func (n *Node) Close() error {
 		close(ch)
 	}
 	n.cond.Broadcast()
+	n.wcond.Broadcast()
 	started := n.started
 	n.mu.Unlock()
 	if !started {
@@ -596,6 +587,7 @@ func (n *Node) Close() error {
 	}
 	close(n.stop)
 	<-n.done
+	n.writers.Wait() // what is queued is written and flushed
 	// let the EndQuorumEpoch requests go out before cutting connections
 	waitTimeout(&n.inflight, 100*time.Millisecond)
 	n.cancel()

@@ -406,6 +406,9 @@ func (n *Node) HandleRequest(ctx context.Context, req kmsg.Request) (kmsg.Respon
 		if !ok {
 			return nil, ErrClosed
 		}
+		if err := n.fillFetchRecords(&out); err != nil {
+			return nil, err
+		}
 		return n.toKmsgResponse(req, out), nil
 	case <-ctx.Done():
 		n.mu.Lock()

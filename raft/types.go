@@ -287,6 +287,20 @@ func (m Message) String() string {
 //     bytes from the snapshot file first),
 //  5. call Advance(rd).
 //
+// An environment may instead persist the log asynchronously (the Node
+// does: no lock is held across a write or sync of the metadata log). It
+// then carries out steps 2 and 3 of each Ready in Ready order on a writer
+// of its own, tells the core LogWritten(rd) once the entries are in the log
+// (readable) and LogFlushed(rd) once they are durable, and never calls
+// Advance; meanwhile Step, Tick and Propose may go on and further Readys be
+// taken. Messages of a Ready go out once its HardState, and every earlier
+// one, is durable (a vote, a leadership claim), whatever the log writes of
+// it still do: the core makes nothing else depend on the log's durability.
+// It counts its own log only up to LogFlushed for the high watermark (a
+// leader) or the fetch offset (a follower sends no Fetch while entries are
+// not yet durable, as Kafka's flushes before fetching again), and serves
+// Fetch only up to LogWritten.
+//
 // HighWatermark and LeaderChange are informational (deliver committed entries,
 // notify listeners); they never require durability.
 type Ready struct {
@@ -301,7 +315,13 @@ type Ready struct {
 	SnapshotChunks []SnapshotChunk
 	LoadSnapshot   *SnapshotInfo
 
-	logEnd int64
+	logEnd int64  // the log end offset once the log work is carried out
+	logGen uint64 // the core's truncation generation when it was taken
+}
+
+// HasLogWork reports whether rd asks for log or snapshot-file I/O (steps 2 and 3).
+func (rd *Ready) HasLogWork() bool {
+	return rd.TruncateTo >= 0 || len(rd.Entries) > 0 || len(rd.SnapshotChunks) > 0 || rd.LoadSnapshot != nil
 }
 
 // SnapshotChunk is a piece of a snapshot fetched from the leader: Data goes
