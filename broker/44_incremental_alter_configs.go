@@ -39,26 +39,17 @@ func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, req *protocol
 	for _, rs := range r.Resources {
 		count[resKey{rs.ResourceType, rs.ResourceName}]++
 	}
-	add := func(rs *kmsg.IncrementalAlterConfigsRequestResource, code int16, msg string) {
-		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName, rr.ErrorCode = rs.ResourceType, rs.ResourceName, code
-		if msg != "" {
-			rr.ErrorMessage = strPtr(msg)
-		}
-		resp.Resources = append(resp.Resources, rr)
-	}
 	var rest []kmsg.IncrementalAlterConfigsRequestResource
 	for i := range r.Resources {
 		rs := &r.Resources[i]
 		switch {
 		case count[resKey{rs.ResourceType, rs.ResourceName}] > 1:
-			add(rs, kerr.InvalidRequest.Code, "Each resource must appear at most once.")
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
+			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, strPtr("Each resource must appear at most once.")
+			resp.Resources = append(resp.Resources, rr)
 		case rs.ResourceType == kmsg.ConfigResourceTypeBrokerLogger:
-			if e := b.alterBrokerLoggers(b.authorizeCluster(req, opAlterConfigs), r.ValidateOnly, rs); e != nil {
-				add(rs, e.err.Code, e.msg)
-			} else {
-				add(rs, 0, "")
-			}
+			resp.Resources = append(resp.Resources, b.brokerLoggerResult(req, r.ValidateOnly, rs))
 		default:
 			rest = append(rest, *rs)
 		}

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/logging"
+	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
 // brokerLoggerEntries describes the loggers (ConfigHelper's BROKER_LOGGER
@@ -46,18 +47,24 @@ func (b *Broker) brokerLoggerEntries(o describeOpts) []kmsg.DescribeConfigsRespo
 	return out
 }
 
-// brokerLoggerError is the error of a BROKER_LOGGER resource's check.
-type brokerLoggerError struct {
-	err *kerr.Error
-	msg string
+// brokerLoggerResult is the answer for one BROKER_LOGGER resource of an
+// IncrementalAlterConfigs, on either listener (KafkaApis and ControllerApis
+// both run RuntimeLoggerManager with ALTER_CONFIGS on the cluster).
+func (b *Broker) brokerLoggerResult(req *protocol.Request, validateOnly bool, rs *kmsg.IncrementalAlterConfigsRequestResource) kmsg.IncrementalAlterConfigsResponseResource {
+	rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+	rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
+	if e := b.alterBrokerLoggers(b.authorizeCluster(req, opAlterConfigs), validateOnly, rs); e != nil {
+		rr.ErrorCode, rr.ErrorMessage = e.code.Code, strPtr(e.msg)
+	}
+	return rr
 }
 
 // alterBrokerLoggers validates and, unless validateOnly, applies one
 // BROKER_LOGGER resource of an IncrementalAlterConfigs
 // (RuntimeLoggerManager.applyChangesForResource); nil is success.
-func (b *Broker) alterBrokerLoggers(authorized, validateOnly bool, r *kmsg.IncrementalAlterConfigsRequestResource) *brokerLoggerError {
-	fail := func(err *kerr.Error, format string, args ...any) *brokerLoggerError {
-		return &brokerLoggerError{err, fmt.Sprintf(format, args...)}
+func (b *Broker) alterBrokerLoggers(authorized, validateOnly bool, r *kmsg.IncrementalAlterConfigsRequestResource) *apiError {
+	fail := func(code *kerr.Error, format string, args ...any) *apiError {
+		return &apiError{code, fmt.Sprintf(format, args...)}
 	}
 	// ConfigAdminManager.preprocess: duplicate keys and null values first
 	seen := map[string]bool{}
@@ -105,7 +112,7 @@ func (b *Broker) alterBrokerLoggers(authorized, validateOnly bool, r *kmsg.Incre
 				return fail(kerr.InvalidRequest, "Removing the log level of the %s logger is not allowed", logging.RootLogger)
 			}
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			return fail(kerr.InvalidRequest, "%s operation is not allowed for the BROKER_LOGGER resource", opName(c.Op))
+			return fail(kerr.InvalidRequest, "%s operation is not allowed for the BROKER_LOGGER resource", c.Op)
 		default:
 			return fail(kerr.InvalidRequest, "Unknown operation type %d is not allowed for the BROKER_LOGGER resource", int8(c.Op))
 		}
@@ -123,14 +130,4 @@ func (b *Broker) alterBrokerLoggers(authorized, validateOnly bool, r *kmsg.Incre
 		}
 	}
 	return nil
-}
-
-func opName(op kmsg.IncrementalAlterConfigOp) string {
-	switch op {
-	case kmsg.IncrementalAlterConfigOpAppend:
-		return "APPEND"
-	case kmsg.IncrementalAlterConfigOpSubtract:
-		return "SUBTRACT"
-	}
-	return op.String()
 }

@@ -552,18 +552,17 @@ func (n *Node) handleControllerRequest(ctx context.Context, req *protocol.Reques
 		if n.broker.quotas != nil {
 			ctx, mq = n.broker.quotas.withMutationQuota(ctx, req)
 		}
-		msg, loggers := req.Msg, n.controllerBrokerLoggers(req)
-		if loggers != nil {
-			msg = loggers.rest
-		}
-		if loggers != nil && len(loggers.rest.Resources) == 0 {
-			resp = loggers.rest.ResponseKind()
+		if loggers := n.controllerBrokerLoggers(req); loggers == nil {
+			resp, err = n.ctrl.Handle(ctx, req.Msg)
 		} else {
-			resp, err = n.ctrl.Handle(ctx, msg)
-		}
-		if loggers != nil && err == nil {
-			out := resp.(*kmsg.IncrementalAlterConfigsResponse)
-			out.Resources = append(loggers.done, out.Resources...)
+			resp = loggers.rest.ResponseKind()
+			if len(loggers.rest.Resources) > 0 {
+				resp, err = n.ctrl.Handle(ctx, loggers.rest)
+			}
+			if err == nil {
+				out := resp.(*kmsg.IncrementalAlterConfigsResponse)
+				out.Resources = append(loggers.done, out.Resources...)
+			}
 		}
 		if t := mq.ThrottleMs(); t > 0 && err == nil {
 			// ControllerApis.sendResponseMaybeThrottleWithControllerQuota
@@ -607,12 +606,7 @@ func (n *Node) controllerBrokerLoggers(req *protocol.Request) *controllerLoggers
 			rest.Resources = append(rest.Resources, *rs)
 			continue
 		}
-		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
-		if e := n.broker.alterBrokerLoggers(n.broker.authorizeCluster(req, opAlterConfigs), r.ValidateOnly, rs); e != nil {
-			rr.ErrorCode, rr.ErrorMessage = e.err.Code, strPtr(e.msg)
-		}
-		out.done = append(out.done, rr)
+		out.done = append(out.done, n.broker.brokerLoggerResult(req, r.ValidateOnly, rs))
 	}
 	return out
 }
