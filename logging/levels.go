@@ -10,9 +10,9 @@ package logging
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap/zapcore"
@@ -44,20 +44,25 @@ func ParseLevel(name string) (zapcore.Level, bool) {
 	return 0, false
 }
 
+// level is a Kafka level name and the zap level it means.
+type level struct {
+	name string
+	zap  zapcore.Level
+}
+
 // state is one immutable generation of the levels (copy on write: a log
 // call reads it with one atomic load).
 type state struct {
-	root    string            // the root logger's level name
-	set     map[string]string // loggers with a level of their own
-	min     zapcore.Level     // the lowest level any logger lets through
-	rootLvl zapcore.Level
-	lvl     map[string]zapcore.Level
+	root  level
+	set   map[string]level    // loggers with a level of their own
+	known map[string]struct{} // logger names seen or registered
+	min   zapcore.Level       // the lowest level any logger lets through
 }
 
-func (s *state) effective(name string) (string, zapcore.Level) {
+func (s *state) effective(name string) level {
 	for n := name; n != ""; {
 		if v, ok := s.set[n]; ok {
-			return v, s.lvl[n]
+			return v
 		}
 		i := strings.LastIndexByte(n, '.')
 		if i < 0 {
@@ -65,15 +70,14 @@ func (s *state) effective(name string) (string, zapcore.Level) {
 		}
 		n = n[:i]
 	}
-	return s.root, s.rootLvl
+	return s.root
 }
 
 // Levels holds the run-time levels of a process's loggers. Safe for
 // concurrent use.
 type Levels struct {
-	cur   atomic.Pointer[state]
-	mu    lockrank.Mutex // a leaf: serializes writers of cur
-	known sync.Map       // logger names seen or registered -> struct{}
+	cur atomic.Pointer[state]
+	mu  lockrank.Mutex // a leaf: serializes writers of cur
 }
 
 // NewLevels returns levels whose root logger is at root (a Kafka level name).
@@ -84,28 +88,35 @@ func NewLevels(root string) (*Levels, error) {
 	}
 	l := &Levels{}
 	l.mu.SetRank(lockrank.LogLevels)
-	l.cur.Store(&state{root: root, rootLvl: lvl, min: lvl, set: map[string]string{}, lvl: map[string]zapcore.Level{}})
+	l.cur.Store(&state{root: level{root, lvl}, min: lvl, set: map[string]level{}, known: map[string]struct{}{}})
 	return l, nil
 }
 
 // Register makes names known loggers (their levels can be set before they
 // first log).
 func (l *Levels) Register(names ...string) {
+	s := l.cur.Load()
+	var add []string
 	for _, n := range names {
-		if n != "" && n != RootLogger {
-			l.known.LoadOrStore(n, struct{}{})
+		if _, ok := s.known[n]; !ok && n != "" && n != RootLogger {
+			add = append(add, n)
 		}
 	}
+	if len(add) == 0 {
+		return
+	}
+	l.update(func(s *state) {
+		for _, n := range add {
+			s.known[n] = struct{}{}
+		}
+	})
 }
 
 // Exists reports whether name is the root logger or a known logger
 // (Log4jController.loggerExists).
 func (l *Levels) Exists(name string) bool {
-	if name == RootLogger {
-		return true
-	}
-	_, ok := l.known.Load(name)
-	return ok
+	_, ok := l.cur.Load().known[name]
+	return ok || name == RootLogger
 }
 
 // Logger is one logger and its effective level.
@@ -115,30 +126,26 @@ type Logger struct{ Name, Level string }
 // level (Log4jController.loggers), sorted by name with root first.
 func (l *Levels) Loggers() []Logger {
 	s := l.cur.Load()
-	out := []Logger{{RootLogger, s.root}}
-	var names []string
-	l.known.Range(func(k, _ any) bool { names = append(names, k.(string)); return true })
-	slices.Sort(names)
-	for _, n := range names {
-		v, _ := s.effective(n)
-		out = append(out, Logger{n, v})
+	out := []Logger{{RootLogger, s.root.name}}
+	for _, n := range slices.Sorted(maps.Keys(s.known)) {
+		out = append(out, Logger{n, s.effective(n).name})
 	}
 	return out
 }
 
 // Set gives logger name the level (a valid Kafka level name); the root
 // logger's level is set with name RootLogger.
-func (l *Levels) Set(name, level string) error {
-	lvl, ok := ParseLevel(level)
+func (l *Levels) Set(name, lvlName string) error {
+	lvl, ok := ParseLevel(lvlName)
 	if !ok {
-		return fmt.Errorf("unknown log level %q", level)
+		return fmt.Errorf("unknown log level %q", lvlName)
 	}
 	l.update(func(s *state) {
 		if name == RootLogger {
-			s.root, s.rootLvl = level, lvl
+			s.root = level{lvlName, lvl}
 			return
 		}
-		s.set[name], s.lvl[name] = level, lvl
+		s.set[name] = level{lvlName, lvl}
 	})
 	return nil
 }
@@ -146,24 +153,18 @@ func (l *Levels) Set(name, level string) error {
 // Unset removes logger name's own level: it inherits again
 // (Log4jController.unsetLogLevel). The root logger keeps its level.
 func (l *Levels) Unset(name string) {
-	l.update(func(s *state) {
-		delete(s.set, name)
-		delete(s.lvl, name)
-	})
+	l.update(func(s *state) { delete(s.set, name) })
 }
 
 func (l *Levels) update(change func(*state)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old := l.cur.Load()
-	s := &state{root: old.root, rootLvl: old.rootLvl, set: make(map[string]string, len(old.set)+1), lvl: make(map[string]zapcore.Level, len(old.lvl)+1)}
-	for k, v := range old.set {
-		s.set[k], s.lvl[k] = v, old.lvl[k]
-	}
+	s := &state{root: old.root, set: maps.Clone(old.set), known: maps.Clone(old.known)}
 	change(s)
-	s.min = s.rootLvl
-	for _, v := range s.lvl {
-		s.min = min(s.min, v)
+	s.min = s.root.zap
+	for _, v := range s.set {
+		s.min = min(s.min, v.zap)
 	}
 	l.cur.Store(s)
 }
@@ -186,10 +187,11 @@ func (c *core) With(fields []zapcore.Field) zapcore.Core {
 }
 
 func (c *core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if ent.LoggerName != "" {
+	s := c.levels.cur.Load()
+	if _, ok := s.known[ent.LoggerName]; !ok && ent.LoggerName != "" {
 		c.levels.Register(ent.LoggerName)
 	}
-	if _, lvl := c.levels.cur.Load().effective(ent.LoggerName); ent.Level < lvl {
+	if ent.Level < s.effective(ent.LoggerName).zap {
 		return ce
 	}
 	return c.Core.Check(ent, ce)
