@@ -14,6 +14,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -44,12 +45,7 @@ func misassigned(img *metadatacache.Image, nodeID int32, logDirOf func(storage.T
 	out := map[tipKey][16]byte{}
 	for _, t := range img.Topics() {
 		for pid, p := range t.Partitions {
-			idx := -1
-			for i, r := range p.Replicas {
-				if r == nodeID {
-					idx = i
-				}
-			}
+			idx := slices.Index(p.Replicas, nodeID)
 			if idx < 0 {
 				continue
 			}

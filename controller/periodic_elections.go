@@ -42,9 +42,7 @@ func (c *Controller) balancePartitionLeaders() bool {
 				if len(p.replicas) == 0 || p.leader == p.replicas[0] {
 					continue
 				}
-				b := s.newChangeBuilder(mv, t, int32(pid), p, s.active)
-				b.election = electPreferred
-				if r := b.build(); r != nil {
+				if r, _ := electLeader(s, mv, t.name, int32(pid), electionTypePreferred); r != nil {
 					recs = append(recs, r)
 				}
 			}
