@@ -178,7 +178,7 @@ func validateLogDirs(s *state, id int32, dirs [][16]byte) *apiError {
 	}
 	seen := make(map[[16]byte]bool, len(dirs))
 	for _, d := range dirs {
-		if reservedDir(d) {
+		if metadatacache.IsReservedDirectoryID(d) {
 			return newAPIError(kerr.InvalidRegistration, "Reserved directory ID in request")
 		}
 		if seen[d] {

@@ -220,17 +220,6 @@ var (
 	dirLost       = [16]byte{15: 2}
 )
 
-// reservedDir reports DirectoryId.reserved: the first 8 bytes zero and the
-// last 8 below 100.
-func reservedDir(d [16]byte) bool {
-	for _, b := range d[:15] {
-		if b != 0 {
-			return false
-		}
-	}
-	return d[15] < 100
-}
-
 // replay applies one committed record at offset.
 func (s *state) replay(offset int64, r metadatacache.Record) error {
 	s.lastOffset = offset

@@ -414,7 +414,7 @@ func topicKeysOf(m map[string]string) map[string]string {
 func (rm *ReplicaManager) createLog(p *Partition, mp *metadatacache.Partition, cfg storage.Config) (*storage.Log, error) {
 	if dl, ok := rm.cfg.Logs.(dirLogManager); ok && rm.cfg.LogDirByID != nil && len(mp.Directories) == len(mp.Replicas) {
 		for i, r := range mp.Replicas {
-			if r != rm.cfg.NodeID || reservedDirID(mp.Directories[i]) {
+			if r != rm.cfg.NodeID || metadatacache.IsReservedDirectoryID(mp.Directories[i]) {
 				continue
 			}
 			if dir, ok := rm.cfg.LogDirByID(mp.Directories[i]); ok {
@@ -423,16 +423,4 @@ func (rm *ReplicaManager) createLog(p *Partition, mp *metadatacache.Partition, c
 		}
 	}
 	return rm.cfg.Logs.GetOrCreateLog(p.tp, p.topicID, cfg)
-}
-
-// reservedDirID is DirectoryId.reserved: the first 8 bytes zero and the
-// last 8 below 100 (MIGRATING 0, UNASSIGNED 1, LOST 2 and the ids kept for
-// later).
-func reservedDirID(id [16]byte) bool {
-	for _, b := range id[:15] {
-		if b != 0 {
-			return false
-		}
-	}
-	return id[15] < 100
 }
