@@ -531,15 +531,17 @@ func (ps *producerState) encodeSnapshot() []byte {
 	for _, id := range ids {
 		e := ps.entries[id]
 		last := batchMetadata{lastSeq: NoSequence, lastOffset: -1, timestamp: NoTimestamp}
+		lastTimestamp := e.lastTimestamp
 		if len(e.batches) > 0 {
 			last = e.batches[len(e.batches)-1]
+			lastTimestamp = max(last.timestamp, lastTimestamp)
 		}
 		b = be.AppendUint64(b, uint64(e.id))
 		b = be.AppendUint16(b, uint16(e.epoch))
 		b = be.AppendUint32(b, uint32(last.lastSeq))
 		b = be.AppendUint64(b, uint64(last.lastOffset))
 		b = be.AppendUint32(b, uint32(last.offsetDelta))
-		b = be.AppendUint64(b, uint64(max(last.timestamp, e.lastTimestamp)))
+		b = be.AppendUint64(b, uint64(lastTimestamp))
 		b = be.AppendUint32(b, uint32(e.coordinatorEpoch))
 		b = be.AppendUint64(b, uint64(e.currentTxnFirstOffset))
 	}
