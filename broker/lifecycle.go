@@ -52,6 +52,10 @@ type lifecycle struct {
 		epoch    int64
 		fenced   bool
 		shutdown bool // asked for controlled shutdown
+		// reported are the offline dirs a heartbeat the controller
+		// answered without error carried (BrokerLifecycleManager's
+		// offlineDirs map, dir -> communicated).
+		reported map[[16]byte]bool
 	}
 	stopped chan struct{}
 }
@@ -156,6 +160,12 @@ func (l *lifecycle) heartbeatLoop(ctx context.Context) bool {
 			default:
 				l.mu.Lock()
 				l.mu.fenced = resp.IsFenced
+				for _, d := range req.OfflineLogDirs {
+					if l.mu.reported == nil {
+						l.mu.reported = make(map[[16]byte]bool)
+					}
+					l.mu.reported[d] = true
+				}
 				l.mu.Unlock()
 				if !resp.IsFenced {
 					l.unfencedOnce.Do(func() {
@@ -195,6 +205,23 @@ func (l *lifecycle) beginShutdown() {
 	l.mu.shutdown = true
 	l.mu.Unlock()
 	l.poke()
+}
+
+// dirFailed is BrokerLifecycleManager.propagateDirectoryFailure: the next
+// heartbeat goes now (it carries the dir in OfflineLogDirs), and if no
+// heartbeat carrying dir has been answered within timeout
+// (log.dir.failure.timeout.ms, KIP-858), onTimeout runs: the broker must not
+// keep leading partitions in a dir the controller does not know failed.
+func (l *lifecycle) dirFailed(dir [16]byte, timeout time.Duration, onTimeout func()) {
+	l.poke()
+	time.AfterFunc(timeout, func() {
+		l.mu.Lock()
+		done := l.mu.reported[dir]
+		l.mu.Unlock()
+		if !done {
+			onTimeout()
+		}
+	})
 }
 
 // poke sends the next heartbeat now.

@@ -297,7 +297,14 @@ func (n *Node) start(ctx context.Context) error {
 			OnDirFailure: func(dir string) {
 				n.logger.Error("log directory failed and is offline", zap.String("dir", dir))
 				if n.lifecycle != nil {
-					n.lifecycle.poke()
+					// KIP-858: the controller moves the dir's partitions
+					// away (controller/logdirs.go) once a heartbeat tells it;
+					// a broker that cannot tell it in time stops.
+					id := n.nc.DirectoryIDs[dir]
+					n.lifecycle.dirFailed(id, time.Duration(cfg.Long("log.dir.failure.timeout.ms"))*time.Millisecond, func() {
+						n.fail(fmt.Errorf("shutting down because couldn't communicate offline log dir %s (%s) with controllers within log.dir.failure.timeout.ms",
+							dir, config.UUID(id)))
+					})
 				}
 				if n.logs == nil {
 					return // loading: start() decides below

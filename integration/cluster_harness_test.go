@@ -48,6 +48,10 @@ type ClusterOptions struct {
 	// NodeEnv, when set, adds node id's own variables after Env (a
 	// per-node control file, say).
 	NodeEnv func(id int32) []string
+	// NodeOverrides, when set, adds node id's own properties after
+	// Overrides; dir is the node's directory (its DataDir is dir/data),
+	// e.g. a second log dir under it.
+	NodeOverrides func(id int32, dir string) map[string]string
 	// NoWait returns before the nodes are ready.
 	NoWait bool
 	// FormatArgs, when set, formats every node with `format -t <cluster id>
@@ -225,6 +229,11 @@ func newClusterBroker(t testing.TB, n *ClusterNode, o ClusterOptions, ports []in
 	}
 	for k, v := range o.Overrides {
 		ov[k] = v
+	}
+	if o.NodeOverrides != nil {
+		for k, v := range o.NodeOverrides(n.ID, dir) {
+			ov[k] = v
+		}
 	}
 	b := &Broker{
 		t:       t,

@@ -1,0 +1,238 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// jbodCluster starts three combined nodes; node 1 has two log dirs (its
+// DataDir, which holds the metadata log, and data2) and a disk fault
+// control file (cmd/kgo-broker/diskfault_invariants.go). It returns the
+// cluster, node 1's second dir and its control file.
+func jbodCluster(t *testing.T, overrides map[string]string) (*Cluster, string, string) {
+	t.Helper()
+	if why := diskHookUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	ctl := filepath.Join(t.TempDir(), "disk-fault")
+	c := StartCluster(t, ClusterOptions{
+		Combined:  3,
+		Overrides: overrides,
+		NodeOverrides: func(id int32, dir string) map[string]string {
+			if id != 1 {
+				return nil
+			}
+			return map[string]string{"log.dirs": filepath.Join(dir, "data") + "," + filepath.Join(dir, "data2")}
+		},
+		NodeEnv: func(id int32) []string {
+			if id != 1 {
+				return nil
+			}
+			return []string{diskFaultEnv + "=" + ctl}
+		},
+	})
+	return c, filepath.Join(c.Node(1).Dir, "data2"), ctl
+}
+
+// createAssigned creates topic with one partition per replica list.
+func createAssigned(t *testing.T, addr, topic string, assignment ...[]int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for i, rs := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(i), rs
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxT(t, 30*time.Second), cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+}
+
+// partitionStates returns each partition's leader and ISR from Metadata.
+func partitionStates(addr, topic string) (map[int32]int32, map[int32][]int32, error) {
+	md, err := metadataFrom(addr, topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+		return nil, nil, fmt.Errorf("topic %s not in metadata", topic)
+	}
+	leaders, isrs := map[int32]int32{}, map[int32][]int32{}
+	for _, p := range md.Topics[0].Partitions {
+		leaders[p.Partition], isrs[p.Partition] = p.Leader, p.ISR
+	}
+	return leaders, isrs, nil
+}
+
+func setDiskMode(t *testing.T, ctl, mode string) {
+	t.Helper()
+	if err := os.WriteFile(ctl+".tmp", []byte(mode+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(ctl+".tmp", ctl); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(diskFaultSettle)
+}
+
+func produceTo(ctx context.Context, cl *kgo.Client, topic string, p int32, value string) error {
+	r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}
+	return cl.ProduceSync(ctx, r).FirstErr()
+}
+
+// TestJBODLogDirFailure (KIP-858): node 1 leads every partition of a
+// replicated topic, from two log dirs. When one of them fails (every write
+// under it fails with EIO), node 1 keeps running and serving the other
+// dir's partitions, reports the failed dir in its heartbeats, and the
+// controller moves the failed dir's partitions to another leader and out
+// of node 1's ISR (ReplicationControlManager.handleDirectoriesOffline), so a
+// producer moves there instead of getting KAFKA_STORAGE_ERROR until node 1
+// restarts. kafka-topics.sh --describe shows the new leaders.
+func TestJBODLogDirFailure(t *testing.T) {
+	c, data2, ctl := jbodCluster(t, nil)
+	n1 := c.Node(1)
+	const topic = "jbod-fail"
+	var assignment [][]int32
+	for range 6 {
+		assignment = append(assignment, []int32{1, 2, 3})
+	}
+	createAssigned(t, n1.Addr, topic, assignment...)
+	cl := c.Client(c.BrokerAddrs(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer cl.Close()
+	waitFor(t, 30*time.Second, "node 1 leading every partition with a full ISR", func() error {
+		leaders, isrs, err := partitionStates(n1.Addr, topic)
+		if err != nil {
+			return err
+		}
+		for p := range int32(6) {
+			if leaders[p] != 1 || len(isrs[p]) != 3 {
+				return fmt.Errorf("partition %d: leader %d ISR %v", p, leaders[p], isrs[p])
+			}
+		}
+		return nil
+	})
+	for p := range int32(6) {
+		if err := produceTo(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("before-%d", p)); err != nil {
+			t.Fatalf("produce to %d: %v", p, err)
+		}
+	}
+	failed := partitionsIn(t, data2, topic)
+	healthy := partitionsIn(t, filepath.Join(n1.Dir, "data"), topic)
+	if len(failed) == 0 || len(healthy) == 0 {
+		t.Fatalf("placement on node 1: %v in data, %v in data2", healthy, failed)
+	}
+	t.Logf("node 1: partitions %v in data, %v in data2", healthy, failed)
+
+	setDiskMode(t, ctl, "fail "+data2)
+	start := time.Now()
+	// The first write under data2 fails; the producer retries
+	// KAFKA_STORAGE_ERROR until the leadership has moved.
+	for _, p := range failed {
+		if err := produceTo(ctxT(t, 60*time.Second), cl, topic, p, fmt.Sprintf("after-%d", p)); err != nil {
+			t.Fatalf("produce to partition %d of the failed dir: %v\n%s", p, err, n1.LogTail(30))
+		}
+	}
+	resumed := time.Since(start)
+	t.Logf("MEASURE jbod-dir-failure produce-resumed=%v", resumed.Round(time.Millisecond))
+	if resumed > 20*time.Second {
+		// A follower that cannot write is not re-added to the ISR, so an
+		// acks=all produce does not wait replica.lag.time.max.ms for it.
+		t.Errorf("producing to the failed dir's partitions took %v", resumed)
+	}
+	waitFor(t, 30*time.Second, "the failed dir's partitions to leave node 1", func() error {
+		leaders, isrs, err := partitionStates(c.Node(2).Addr, topic)
+		if err != nil {
+			return err
+		}
+		for _, p := range failed {
+			if leaders[p] == 1 || leaders[p] < 0 || slices.Contains(isrs[p], 1) {
+				return fmt.Errorf("partition %d: leader %d ISR %v", p, leaders[p], isrs[p])
+			}
+		}
+		for _, p := range healthy {
+			if leaders[p] != 1 {
+				return fmt.Errorf("healthy partition %d: leader %d", p, leaders[p])
+			}
+		}
+		return nil
+	})
+	if !isClosed(exitedChan(n1)) {
+		t.Logf("node 1 still running, as Kafka's broker with a healthy dir left")
+	} else {
+		t.Fatalf("node 1 exited:\n%s", n1.LogTail(40))
+	}
+	if log := n1.Log(); !strings.Contains(log, "log dir is offline") {
+		t.Errorf("node 1's log does not say the dir went offline:\n%s", n1.LogTail(30))
+	}
+	// The healthy dir's partitions are still led and written by node 1.
+	for _, p := range healthy {
+		if err := produceTo(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("after-%d", p)); err != nil {
+			t.Fatalf("produce to healthy partition %d: %v", p, err)
+		}
+	}
+	// Every record acknowledged before and after is there.
+	got := map[string]bool{}
+	for _, r := range consumeAll(t, c.Node(2).Broker, topic, 12, 60*time.Second) {
+		got[string(r.Value)] = true
+	}
+	for p := range 6 {
+		for _, v := range []string{"before-%d", "after-%d"} {
+			if k := fmt.Sprintf(v, p); !got[k] {
+				t.Errorf("record %s missing (got %v)", k, got)
+			}
+		}
+	}
+	r := MustKafkaTool(t, RunOpts{}, "kafka-topics.sh", "--bootstrap-server", c.Node(2).Addr, "--describe", "--topic", topic)
+	for _, line := range lines(r.Stdout) {
+		for _, p := range failed {
+			if strings.Contains(line, fmt.Sprintf("Partition: %d\t", p)) && strings.Contains(line, "Leader: 1\t") {
+				t.Errorf("kafka-topics.sh --describe: partition %d still led by node 1: %s", p, line)
+			}
+		}
+	}
+	t.Logf("kafka-topics.sh --describe:\n%s", r.Stdout)
+
+	// Restarted on a healthy disk, node 1 registers data2 again and its
+	// replicas there rejoin every ISR.
+	setDiskMode(t, ctl, "ok")
+	n1.Restart()
+	c.WaitNodeReady(n1, 60*time.Second)
+	waitFor(t, 60*time.Second, "node 1 back in every ISR", func() error {
+		_, isrs, err := partitionStates(c.Node(2).Addr, topic)
+		if err != nil {
+			return err
+		}
+		for p := range int32(6) {
+			if !slices.Contains(isrs[p], 1) {
+				return fmt.Errorf("partition %d: ISR %v", p, isrs[p])
+			}
+		}
+		return nil
+	})
+}
