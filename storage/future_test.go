@@ -1,0 +1,167 @@
+package storage
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kgo-broker/kgo-broker/storage/vfs"
+)
+
+// futureDirs lists the -future directories of a log dir.
+func futureDirs(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	ents, err := fs.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "-future") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestFutureLogMove: a replica's log moves from /d1 to /d2 (KIP-113): the
+// future log copies the current one batch by batch, catches up after more
+// appends, is promoted into /d2 as <topic>-<partition>, the old directory goes
+// to -delete, and the records (and leader epochs) survive a restart.
+func TestFutureLogMove(t *testing.T) {
+	fs := vfs.NewMem()
+	clk := newClock()
+	opts := ManagerOptions{FS: fs, LogDirs: []string{"/d1", "/d2"}, Now: clk.Now}
+	m, err := OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, id := TopicPartition{"moving", 0}, [16]byte{7}
+	cur, err := m.GetOrCreateLogIn(tp, id, DefaultConfig(), "/d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		mustAppend(t, cur, batch(clk.Ms(), 3), int32(i/2))
+	}
+	if _, err := m.CreateFutureLog(tp, id, Config{}, "/d1"); err == nil {
+		t.Fatal("a future log in the current log's dir")
+	}
+	fut, err := m.CreateFutureLog(tp, id, Config{}, "/d2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := m.CreateFutureLog(tp, id, Config{}, "/d2"); err != nil || again != fut {
+		t.Fatalf("second CreateFutureLog: %v %v", again == fut, err)
+	}
+	if got := futureDirs(t, fs, "/d2"); len(got) != 1 || !strings.HasPrefix(got[0], "moving-0.") {
+		t.Fatalf("future dirs %v", got)
+	}
+	caught := false
+	for range 20 {
+		_, caught, err = CatchUpFuture(cur, fut, 200) // about one batch at a time
+		if err != nil {
+			t.Fatal(err)
+		}
+		if caught {
+			break
+		}
+	}
+	if !caught || fut.LogEndOffset() != 15 {
+		t.Fatalf("caught up %v at %d", caught, fut.LogEndOffset())
+	}
+	mustAppend(t, cur, batch(clk.Ms(), 2), 3)
+	if _, caught, _ := CatchUpFuture(cur, fut, 1<<20); !caught {
+		t.Fatal("not caught up after one more batch")
+	}
+	want := readAll(t, cur, 0)
+	promoted, err := m.PromoteFutureLog(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, _ := m.LogDirOf(tp); dir != "/d2" || promoted.Dir() != "/d2/moving-0" {
+		t.Fatalf("after the move: dir %s, log %s", dir, promoted.Dir())
+	}
+	if _, _, ok := m.FutureLog(tp); ok {
+		t.Fatal("future log left after the promotion")
+	}
+	if got := readAll(t, promoted, 0); len(got) != len(want) || got[16].Offset != 16 {
+		t.Fatalf("promoted log has %d records, want %d", len(got), len(want))
+	}
+	if e, _ := promoted.LatestEpoch(); e != 3 {
+		t.Fatalf("latest epoch %d", e)
+	}
+	if _, err := fs.Stat("/d1/moving-0"); !os.IsNotExist(err) {
+		t.Fatalf("old dir still there: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, err = OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, ok := m.Log(tp)
+	if dir, _ := m.LogDirOf(tp); !ok || dir != "/d2" || len(readAll(t, l, 0)) != len(want) {
+		t.Fatalf("after a restart: %v in %s", ok, dir)
+	}
+}
+
+// TestFutureLogCrash: a future directory next to the current log at startup
+// is a move in progress (loaded as the future log, the copy resumes); one
+// without a current log (a crash after the current log was renamed to
+// -delete) becomes the partition's log.
+func TestFutureLogCrash(t *testing.T) {
+	fs := vfs.NewMem()
+	clk := newClock()
+	opts := ManagerOptions{FS: fs, LogDirs: []string{"/d1", "/d2"}, Now: clk.Now}
+	m, err := OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, id := TopicPartition{"crash", 0}, [16]byte{8}
+	cur, _ := m.GetOrCreateLogIn(tp, id, DefaultConfig(), "/d1")
+	mustAppend(t, cur, batch(clk.Ms(), 4), 0)
+	fut, err := m.CreateFutureLog(tp, id, Config{}, "/d2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := CatchUpFuture(cur, fut, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+
+	// 1. current and future: the move resumes.
+	m, err = OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, dir, ok := m.FutureLog(tp)
+	if !ok || dir != "/d2" || f.LogEndOffset() != 4 {
+		t.Fatalf("future after a restart: %v %s", ok, dir)
+	}
+	if d, _ := m.LogDirOf(tp); d != "/d1" {
+		t.Fatalf("current log in %s", d)
+	}
+	m.Close()
+
+	// 2. the current log renamed for deletion, then a crash: the future log
+	// is the partition's.
+	if err := fs.Rename("/d1/crash-0", "/d1/"+deleteDirName(tp)); err != nil {
+		t.Fatal(err)
+	}
+	m, err = OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, ok := m.Log(tp)
+	if d, _ := m.LogDirOf(tp); !ok || d != "/d2" || l.Dir() != filepath.Join("/d2", "crash-0") || len(readAll(t, l, 0)) != 4 {
+		t.Fatalf("after the crash: %v in %s", ok, d)
+	}
+	if _, _, ok := m.FutureLog(tp); ok || len(futureDirs(t, fs, "/d2")) != 0 {
+		t.Fatal("future log left")
+	}
+}
