@@ -10,21 +10,32 @@ package broker
 //     know; REPLICA_NOT_AVAILABLE for one with no replica on this broker
 //     (Kafka also remembers the dir for a replica created later;
 //     kgo-broker places new replicas itself).
-//   - NONE when the replica already lives in that dir (Kafka's no-op).
-//   - Moving a replica to another dir (KIP-113 future replicas) is not
-//     implemented: UNSUPPORTED_VERSION, and a warning in the log (the
-//     response has no message field).
+//   - NONE when the replica already lives in that dir (Kafka's no-op; a
+//     move to another dir in progress is cancelled).
+//   - Another dir: KIP-113 future replica. A future log is created there and
+//     the replica's log is copied into it and swapped in once caught up
+//     (replication/alterlogdirs.go, storage/future.go); NONE. While any log
+//     dir is offline, KAFKA_STORAGE_ERROR (LogManager.getOrCreateLog does
+//     not create a future log then, so that no partition gets one in two
+//     dirs).
 //
 // Version notes: v0 was removed in 4.0 (KIP-896); v2: flexible.
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/storage"
 )
 
 func init() { regKey(34, 1, 2, onBroker, handleAlterReplicaLogDirs) }
@@ -60,6 +71,10 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 			}
 		}
 	}
+	anyOffline := false
+	for _, code := range dirs {
+		anyOffline = anyOffline || code != 0
+	}
 	img := b.meta.Image()
 	// One result per topic, its partitions from every dir entry, as Kafka
 	// answers from its map of partitions (AlterReplicaLogDirsResponse).
@@ -89,14 +104,73 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case !hosted:
 					rp.ErrorCode = kerr.ReplicaNotAvailable.Code
-				case current != d.Dir:
-					b.logger.Warn("moving a replica between log dirs (AlterReplicaLogDirs, KIP-113) is not implemented",
-						zap.String("topic", t.Topic), zap.Int32("partition", p), zap.String("from", current), zap.String("to", d.Dir))
-					rp.ErrorCode = kerr.UnsupportedVersion.Code
+				case current == d.Dir:
+					if err := b.replicas.CancelLogDirMove(storage.TopicPartition{Topic: t.Topic, Partition: p}); err != nil {
+						rp.ErrorCode = kerr.KafkaStorageError.Code
+					}
+				case anyOffline:
+					rp.ErrorCode = kerr.KafkaStorageError.Code
+				default:
+					rp.ErrorCode = b.moveReplica(storage.TopicPartition{Topic: t.Topic, Partition: p}, current, d.Dir)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 		}
 	}
 	return protocol.Response{Msg: resp}, nil
+}
+
+// moveReplica starts moving tp's replica from the log dir from to to (both
+// absolute paths, as DescribeLogDirs names them) and answers its error code.
+func (b *Broker) moveReplica(tp storage.TopicPartition, from, to string) int16 {
+	dir, ok := b.configuredLogDir(to)
+	if !ok {
+		return kerr.LogDirNotFound.Code
+	}
+	if err := b.replicas.AlterLogDir(tp, dir); err != nil {
+		b.logger.Warn("Unable to alter log dirs", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition),
+			zap.String("from", from), zap.String("to", to), zap.Error(err))
+		if errors.Is(err, storage.ErrNoCurrentLog) {
+			return kerr.ReplicaNotAvailable.Code
+		}
+		return kerr.KafkaStorageError.Code
+	}
+	b.logger.Info("moving a replica to another log dir", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition),
+		zap.String("from", from), zap.String("to", to))
+	return 0
+}
+
+// configuredLogDir returns the entry of log.dirs whose absolute path is abs.
+func (b *Broker) configuredLogDir(abs string) (string, bool) {
+	for _, d := range b.cfg.LogDirs {
+		if a, err := filepath.Abs(d); err == nil && a == abs || d == abs {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// alterLogDirsRateKey throttles the copies of replicas moving between log
+// dirs (Kafka's QuotaConfig: a dynamic broker config, Long.MAX_VALUE by
+// default).
+const alterLogDirsRateKey = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+// alterLogDirsRate resolves alterLogDirsRateKey as Kafka does for a dynamic
+// broker config: this broker's dynamic value, the cluster-wide default, then
+// the static config when the key is one kgo-broker knows; 0 (unthrottled)
+// otherwise.
+func alterLogDirsRate(cfg *config.Config, img *metadatacache.Image) float64 {
+	if img != nil {
+		for _, m := range []map[string]string{img.BrokerConfig(cfg.NodeID), img.DefaultBrokerConfig()} {
+			if v, ok := m[alterLogDirsRateKey]; ok {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					return f
+				}
+			}
+		}
+	}
+	if config.IsKnownKey(alterLogDirsRateKey) {
+		return float64(cfg.Long(alterLogDirsRateKey))
+	}
+	return 0
 }

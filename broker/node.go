@@ -406,6 +406,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var dirAssign *dirAssigner
 	n.replicas = replication.New(replication.Config{
 		NodeID:        cfg.NodeID,
 		Logs:          n.logs,
@@ -422,13 +423,21 @@ func (n *Node) start(ctx context.Context) error {
 			}
 			return "", false
 		},
+		// KIP-113: a replica moved to another log dir is reported to the
+		// controller (AssignReplicasToDirs).
+		OnLogMoved: func(storage.TopicPartition) {
+			if dirAssign != nil {
+				dirAssign.rescan()
+			}
+		},
+		AlterLogDirsRate: func() float64 { return alterLogDirsRate(cfg, n.cache.Image()) },
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)
 	// KIP-858: report replicas whose log is not in the directory the
 	// metadata names (dir_assignments.go); after the replica manager, which
 	// creates the logs of new replicas from the same image.
-	dirAssign := newDirAssigner(cfg.NodeID, n.nc.DirectoryIDs, n.logs.LogDirOf, func() int64 { return n.lifecycle.epoch() },
+	dirAssign = newDirAssigner(cfg.NodeID, n.nc.DirectoryIDs, n.logs.LogDirOf, func() int64 { return n.lifecycle.epoch() },
 		n.channel.Request, n.logger.Named("dir-assignments"))
 	n.cache.Subscribe(dirAssign.onImage)
 	n.broker.peers = newBrokerClients(cfg.NodeID, cfg.InterBrokerListenerName, n.cache.Image, n.broker.Handle,
@@ -475,6 +484,8 @@ func (n *Node) start(ctx context.Context) error {
 	rc := replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg)
 	rc.ClientOptions = ibOpts
 	n.replicas.StartReplication(rc)
+	// Moves between log dirs that a restart interrupted go on (KIP-113).
+	n.replicas.ResumeLogDirMoves()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -235,4 +236,122 @@ func TestJBODLogDirFailure(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// logDirsDescribe runs kafka-log-dirs.sh --describe for topic and returns,
+// per log dir, the partitions listed there with their isFuture flag.
+func logDirsDescribe(t *testing.T, b *Broker, topic string) map[string]map[string]bool {
+	t.Helper()
+	r := MustKafkaTool(t, RunOpts{}, "kafka-log-dirs.sh", "--bootstrap-server", b.Addr, "--describe", "--topic-list", topic)
+	var out struct {
+		Brokers []struct {
+			LogDirs []struct {
+				LogDir     string `json:"logDir"`
+				Error      any    `json:"error"`
+				Partitions []struct {
+					Partition string `json:"partition"`
+					IsFuture  bool   `json:"isFuture"`
+				} `json:"partitions"`
+			} `json:"logDirs"`
+		} `json:"brokers"`
+	}
+	for _, l := range lines(r.Stdout) {
+		if strings.HasPrefix(l, "{") {
+			if err := json.Unmarshal([]byte(l), &out); err != nil {
+				t.Fatalf("kafka-log-dirs.sh output: %v\n%s", err, r.Stdout)
+			}
+		}
+	}
+	got := map[string]map[string]bool{}
+	for _, br := range out.Brokers {
+		for _, d := range br.LogDirs {
+			got[d.LogDir] = map[string]bool{}
+			for _, p := range d.Partitions {
+				got[d.LogDir][p.Partition] = p.IsFuture
+			}
+		}
+	}
+	return got
+}
+
+// TestJBODAlterReplicaLogDirs (KIP-113): kafka-reassign-partitions.sh
+// --execute with "log_dirs" moves a replica to the broker's other log dir
+// online (AlterReplicaLogDirs: a future replica copied and swapped in);
+// kafka-log-dirs.sh --describe shows it there, producing and consuming go on,
+// and every record is there after a restart.
+func TestJBODAlterReplicaLogDirs(t *testing.T) {
+	t.Parallel()
+	const topic, perPartition = "jbod-move", 200
+	b, data2 := twoDirBrokerWithTopic(t, topic, perPartition)
+	data1 := b.DataDir
+	abs := func(d string) string {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	in1 := partitionsIn(t, data1, topic)
+	if len(in1) == 0 {
+		t.Fatalf("no partition of %s in %s", topic, data1)
+	}
+	p := in1[0]
+	plan := fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":%d,"replicas":[1],"log_dirs":[%q]}]}`, topic, p, abs(data2))
+	planFile := filepath.Join(t.TempDir(), "reassign.json")
+	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := MustKafkaTool(t, RunOpts{}, "kafka-reassign-partitions.sh", "--bootstrap-server", b.Addr,
+		"--reassignment-json-file", planFile, "--execute")
+	t.Logf("kafka-reassign-partitions.sh --execute:\n%s", r.Stdout)
+	key := fmt.Sprintf("%s-%d", topic, p)
+	waitFor(t, 60*time.Second, key+" in "+data2, func() error {
+		got := logDirsDescribe(t, b, topic)
+		if future, ok := got[abs(data2)][key]; !ok || future {
+			return fmt.Errorf("%s: %v", data2, got[abs(data2)])
+		}
+		if _, ok := got[abs(data1)][key]; ok {
+			return fmt.Errorf("still in %s", data1)
+		}
+		return nil
+	})
+	if got := partitionsIn(t, data2, topic); !slices.Contains(got, p) {
+		t.Fatalf("partition directories in data2: %v", got)
+	}
+	vr := MustKafkaTool(t, RunOpts{}, "kafka-reassign-partitions.sh", "--bootstrap-server", b.Addr,
+		"--reassignment-json-file", planFile, "--verify")
+	t.Logf("kafka-reassign-partitions.sh --verify:\n%s", vr.Stdout)
+	if !strings.Contains(vr.Stdout, "is complete") {
+		t.Errorf("--verify does not report the move complete:\n%s", vr.Stdout)
+	}
+	// Writes go on in the new dir.
+	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	rec := kgo.StringRecord(fmt.Sprintf("p%d-%d", p, perPartition))
+	rec.Partition = p
+	if err := cl.ProduceSync(ctxT(t, 30*time.Second), rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	check := func(when string) {
+		t.Helper()
+		got := consumePartition(t, b, topic, p, perPartition+1)
+		if len(got) != perPartition+1 {
+			t.Fatalf("%s: %d records", when, len(got))
+		}
+		for i, v := range got {
+			if v != fmt.Sprintf("p%d-%d", p, i) {
+				t.Fatalf("%s: record %d is %q", when, i, v)
+			}
+		}
+	}
+	check("after the move")
+	if code := b.Stop(0); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	b.Start()
+	b.WaitReady()
+	check("after a restart")
+	if got := logDirsDescribe(t, b, topic); len(got[abs(data2)]) == 0 || got[abs(data2)][key] {
+		t.Fatalf("after a restart: %v", got)
+	}
 }
