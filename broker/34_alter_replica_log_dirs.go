@@ -12,6 +12,8 @@ package broker
 //     kgo-broker places new replicas itself).
 //   - NONE when the replica already lives in that dir (Kafka's no-op; a
 //     move to another dir in progress is cancelled).
+//   - INVALID_REPLICA_ASSIGNMENT for a move into a cordoned dir (KIP-1066,
+//     cordoned.log.dirs, from metadata.version 4.3-IV0).
 //   - Another dir: KIP-113 future replica. A future log is created there and
 //     the replica's log is copied into it and swapped in once caught up
 //     (replication/alterlogdirs.go, storage/future.go); NONE. While any log
@@ -71,6 +73,7 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 			}
 		}
 	}
+	cordoned := b.cordonedLogDirs() // KIP-1066: no replica moves into one
 	anyOffline := false
 	for _, code := range dirs {
 		anyOffline = anyOffline || code != 0
@@ -108,6 +111,8 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 					if err := b.replicas.CancelLogDirMove(storage.TopicPartition{Topic: t.Topic, Partition: p}); err != nil {
 						rp.ErrorCode = kerr.KafkaStorageError.Code
 					}
+				case cordoned[d.Dir]:
+					rp.ErrorCode = kerr.InvalidReplicaAssignment.Code
 				case anyOffline:
 					rp.ErrorCode = kerr.KafkaStorageError.Code
 				default:

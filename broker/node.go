@@ -478,6 +478,27 @@ func (n *Node) start(ctx context.Context) error {
 		}
 		return ids
 	}
+	// KIP-1066: cordoned log dirs take no new replicas (cordoned.go).
+	n.lifecycle.cordonedDirs = func() ([][16]byte, bool) {
+		img := n.cache.Image()
+		if img == nil || img.MetadataVersion() < metadatacache.MV4_3_IV0 {
+			return nil, false
+		}
+		var ids [][16]byte
+		for _, dir := range effectiveCordonedDirs(cfg, img) {
+			if id, ok := n.nc.DirectoryIDs[dir]; ok && !n.logs.DirOffline(dir) {
+				ids = append(ids, id)
+			}
+		}
+		return ids, true
+	}
+	applyCordoned := func(_, img *metadatacache.Image) {
+		dirs := effectiveCordonedDirs(cfg, img)
+		n.logs.SetCordonedDirs(dirs)
+		n.lifecycle.cordonedChanged(dirs)
+	}
+	n.cache.Subscribe(applyCordoned)
+	applyCordoned(nil, n.cache.Image())
 	// Replication between brokers (replication/fetcher_manager.go): replica
 	// fetchers on inter.broker.listener.name, ISR changes through the
 	// controller channel (Config.Controller), the HW checkpoint.

@@ -29,6 +29,8 @@ package controller
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
@@ -106,4 +108,36 @@ func (s *state) leaderAcceptor(p *partitionState, isAcceptable func(int32) bool)
 	return func(r int32) bool {
 		return isAcceptable(r) && s.hasOnlineDir(r, replicaDir(p, r))
 	}
+}
+
+// allDirsCordoned reports whether every log dir of b is cordoned (KIP-1066):
+// from metadata.version 4.3-IV0 such a broker takes no new replicas, so a
+// topic or partitions that would need it fail with
+// INVALID_REPLICATION_FACTOR (Kafka's CordonedLogDirsIntegrationTest). A
+// broker that reported no cordoned dirs, or registered none, is not.
+func (s *state) allDirsCordoned(b *brokerState) bool {
+	if s.metadataVersion() < metadatacache.MV4_3_IV0 || len(b.cordoned) == 0 || len(b.logDirs) == 0 {
+		return false
+	}
+	for _, d := range b.logDirs {
+		if !slices.Contains(b.cordoned, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// cordonedDirsDisabled is ConfigurationControlManager.isCordonedLogDirsDisabled:
+// below metadata.version 4.3-IV0 no broker resource's cordoned.log.dirs may
+// be set or deleted (KIP-1066).
+func cordonedDirsDisabled(s *state, recs []metadatacache.Record) *apiError {
+	if s.metadataVersion() >= metadatacache.MV4_3_IV0 {
+		return nil
+	}
+	for _, r := range recs {
+		if cr, ok := r.(*metadatacache.ConfigRecord); ok && cr.Name == "cordoned.log.dirs" {
+			return newAPIError(kerr.InvalidConfig, "The cordoned.log.dirs configuration value cannot be set because it requires metadata.version >= 4.3-IV0")
+		}
+	}
+	return nil
 }

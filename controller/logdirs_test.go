@@ -160,3 +160,51 @@ func TestHasOnlineDir(t *testing.T) {
 		}
 	}
 }
+
+// TestCordonedBrokerPlacement (KIP-1066): from 4.3-IV0 a broker whose every
+// log dir is cordoned takes no new replicas: with it the only broker,
+// CreateTopics fails with INVALID_REPLICATION_FACTOR; once one dir is
+// uncordoned it works again. Setting cordoned.log.dirs needs 4.3-IV0.
+func TestCordonedBrokerPlacement(t *testing.T) {
+	for _, mv := range []int16{metadatacache.MV4_3_IV0 - 1, metadatacache.MV4_3_IV0} {
+		e := newTestEnv(t, func(c *Config) { c.BootstrapFeatures = []Feature{{"metadata.version", mv}} })
+		dirA, dirB := dirID(10), dirID(11)
+		epoch := e.registerDirs(1, dirA, dirB)
+		cordon := func(dirs ...[16]byte) {
+			t.Helper()
+			req := kmsg.NewPtrBrokerHeartbeatRequest()
+			req.Version, req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset = 2, 1, epoch, e.c.Image().Offset
+			req.CordonedLogDirs = append([][16]byte{}, dirs...)
+			if hb := e.do(req).(*kmsg.BrokerHeartbeatResponse); hb.ErrorCode != 0 {
+				t.Fatalf("heartbeat: %v", kerr.ErrorForCode(hb.ErrorCode))
+			}
+		}
+		cordon(dirA, dirB)
+		r := e.createTopic("all-cordoned", 1, 1)
+		if want := int16(0); mv >= metadatacache.MV4_3_IV0 {
+			want = kerr.InvalidReplicationFactor.Code
+			if r.ErrorCode != want {
+				t.Fatalf("mv %d: create with every dir cordoned: %s", mv, errOf(r.ErrorCode, r.ErrorMessage))
+			}
+		} else if r.ErrorCode != want {
+			t.Fatalf("mv %d: cordoned dirs applied below 4.3-IV0: %s", mv, errOf(r.ErrorCode, r.ErrorMessage))
+		}
+		cordon(dirA)
+		if r := e.createTopic("one-cordoned", 1, 1); r.ErrorCode != 0 {
+			t.Fatalf("mv %d: create with one dir open: %s", mv, errOf(r.ErrorCode, r.ErrorMessage))
+		}
+
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Value = "cordoned.log.dirs", strp("*")
+		res.Configs = append(res.Configs, cfg)
+		req.Resources = append(req.Resources, res)
+		resp := e.do(req).(*kmsg.IncrementalAlterConfigsResponse)
+		got := resp.Resources[0].ErrorCode
+		if (mv < metadatacache.MV4_3_IV0) != (got == kerr.InvalidConfig.Code) || mv >= metadatacache.MV4_3_IV0 && got != 0 {
+			t.Errorf("mv %d: setting cordoned.log.dirs: %s", mv, errOf(got, resp.Resources[0].ErrorMessage))
+		}
+	}
+}

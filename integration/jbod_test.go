@@ -355,3 +355,93 @@ func TestJBODAlterReplicaLogDirs(t *testing.T) {
 		t.Fatalf("after a restart: %v", got)
 	}
 }
+
+// describeCordoned returns DescribeLogDirs v5's is_cordoned by dir.
+func describeCordoned(t *testing.T, b *Broker) map[string]bool {
+	t.Helper()
+	cl := b.Client()
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	req.Version = 5
+	// Straight to the broker: kgo's DescribeLogDirs sharding does not carry
+	// is_cordoned into its merged answer.
+	raw, err := cl.Broker(1).Request(ctxT(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := raw.(*kmsg.DescribeLogDirsResponse)
+	out := map[string]bool{}
+	for _, d := range resp.Dirs {
+		out[d.Dir] = d.IsCordoned
+	}
+	return out
+}
+
+// TestJBODCordonedLogDirs (KIP-1066): with data2 cordoned (static
+// cordoned.log.dirs), DescribeLogDirs v5 marks it, new partitions go to the
+// other dir, and AlterReplicaLogDirs into it is INVALID_REPLICA_ASSIGNMENT.
+// Cordoning every dir dynamically (kafka-configs.sh) makes CreateTopics fail
+// with INVALID_REPLICATION_FACTOR on this one-broker cluster until the
+// config is deleted again.
+func TestJBODCordonedLogDirs(t *testing.T) {
+	t.Parallel()
+	b := NewBroker(t, BrokerOptions{})
+	data2 := filepath.Join(b.Dir, "data2")
+	b.opts.Overrides = map[string]string{"log.dirs": b.DataDir + "," + data2, "cordoned.log.dirs": data2}
+	b.Start()
+	b.WaitReady()
+	abs := func(d string) string { a, _ := filepath.Abs(d); return a }
+	if got := describeCordoned(t, b); !got[abs(data2)] || got[abs(b.DataDir)] {
+		t.Fatalf("is_cordoned: %v", got)
+	}
+	const topic = "jbod-cordon"
+	createTopic(t, b, topic, 4, nil)
+	if got := partitionsIn(t, data2, topic); len(got) != 0 {
+		t.Fatalf("partitions %v created in the cordoned dir", got)
+	}
+	cl := b.Client()
+	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	d := kmsg.NewAlterReplicaLogDirsRequestDir()
+	d.Dir = abs(data2)
+	d.Topics = []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: topic, Partitions: []int32{0}}}
+	req.Dirs = append(req.Dirs, d)
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidReplicaAssignment.Code {
+		t.Fatalf("AlterReplicaLogDirs into a cordoned dir: %v", kerr.ErrorForCode(code))
+	}
+
+	MustKafkaTool(t, RunOpts{}, "kafka-configs.sh", "--bootstrap-server", b.Addr, "--entity-type", "brokers",
+		"--entity-name", "1", "--alter", "--add-config", "cordoned.log.dirs=*")
+	waitFor(t, 30*time.Second, "every dir cordoned", func() error {
+		if got := describeCordoned(t, b); !got[abs(b.DataDir)] || !got[abs(data2)] {
+			return fmt.Errorf("is_cordoned: %v", got)
+		}
+		return nil
+	})
+	waitFor(t, 30*time.Second, "CreateTopics to fail with every dir cordoned", func() error {
+		r := KafkaTool(t, RunOpts{}, "kafka-topics.sh", "--bootstrap-server", b.Addr, "--create", "--topic", topic+"-2")
+		if r.ExitCode == 0 {
+			return fmt.Errorf("created %s with every dir cordoned", topic+"-2")
+		}
+		if !strings.Contains(r.Stdout+r.Stderr, "InvalidReplicationFactorException") {
+			return fmt.Errorf("kafka-topics.sh --create: %s", r)
+		}
+		return nil
+	})
+	MustKafkaTool(t, RunOpts{}, "kafka-configs.sh", "--bootstrap-server", b.Addr, "--entity-type", "brokers",
+		"--entity-name", "1", "--alter", "--delete-config", "cordoned.log.dirs")
+	waitFor(t, 30*time.Second, "CreateTopics to work again", func() error {
+		if r := KafkaTool(t, RunOpts{}, "kafka-topics.sh", "--bootstrap-server", b.Addr, "--create", "--topic", topic+"-3"); r.ExitCode != 0 {
+			return fmt.Errorf("%s", r)
+		}
+		return nil
+	})
+	// The static value is back after the dynamic one was deleted.
+	if got := describeCordoned(t, b); !got[abs(data2)] || got[abs(b.DataDir)] {
+		t.Fatalf("is_cordoned after the delete: %v", got)
+	}
+}

@@ -165,3 +165,35 @@ func TestFutureLogCrash(t *testing.T) {
 		t.Fatal("future log left")
 	}
 }
+
+// TestCordonedDirs (KIP-1066): new logs avoid a cordoned dir while another
+// is open; a dir named for the log is used anyway.
+func TestCordonedDirs(t *testing.T) {
+	m, err := OpenManager(ManagerOptions{FS: vfs.NewMem(), LogDirs: []string{"/d1", "/d2"}, Now: newClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.SetCordonedDirs([]string{"/d1"})
+	for p := range int32(4) {
+		tp := TopicPartition{"c", p}
+		if _, err := m.GetOrCreateLog(tp, [16]byte{9}, DefaultConfig()); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := m.LogDirOf(tp); d != "/d2" {
+			t.Fatalf("c-%d in cordoned %s", p, d)
+		}
+	}
+	tp := TopicPartition{"c", 9}
+	if _, err := m.GetOrCreateLogIn(tp, [16]byte{9}, DefaultConfig(), "/d1"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := m.LogDirOf(tp); d != "/d1" {
+		t.Fatalf("named dir: %s", d)
+	}
+	m.SetCordonedDirs([]string{"/d1", "/d2"})
+	tp = TopicPartition{"c", 10}
+	if _, err := m.GetOrCreateLog(tp, [16]byte{9}, DefaultConfig()); err != nil {
+		t.Fatalf("every dir cordoned: %v", err)
+	}
+}

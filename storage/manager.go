@@ -94,6 +94,9 @@ type Manager struct {
 		// futures are the future logs of replicas moving to another log dir
 		// (KIP-113, future.go), by partition.
 		futures map[TopicPartition]*managedLog
+		// cordoned are the log dirs that take no new logs (KIP-1066,
+		// SetCordonedDirs).
+		cordoned map[string]bool
 	}
 	// loadingFutures are the -future directories loadDir found, resolved
 	// once every dir is loaded (resolveFutureLogs); OpenManager's only.
@@ -569,9 +572,14 @@ func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if len(dirs) == 0 {
 		return nil, &StorageError{Dir: tp.DirName(), Err: errors.New("every log dir is offline")}
 	}
+	preferOnline := prefer != "" && slices.Contains(dirs, prefer)
+	// KIP-1066: a new log avoids cordoned dirs while another one is open
+	if open := slices.DeleteFunc(slices.Clone(dirs), func(d string) bool { return m.mu.cordoned[d] }); len(open) > 0 {
+		dirs = open
+	}
 	sort.SliceStable(dirs, func(i, j int) bool { return counts[dirs[i]] < counts[dirs[j]] })
 	dir := dirs[0]
-	if prefer != "" && slices.Contains(dirs, prefer) {
+	if preferOnline {
 		dir = prefer
 	}
 	if cfg.SegmentBytes == 0 {
@@ -595,6 +603,19 @@ func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	m.mu.logs[tp] = &managedLog{log: l, dir: dir}
 	m.logger.Info("created log", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.String("dir", dir))
 	return l, nil
+}
+
+// SetCordonedDirs sets the log dirs that take no new log (KIP-1066,
+// cordoned.log.dirs): a new log goes to another online dir unless every
+// online dir is cordoned or the caller names the dir (GetOrCreateLogIn).
+func (m *Manager) SetCordonedDirs(dirs []string) {
+	c := make(map[string]bool, len(dirs))
+	for _, d := range dirs {
+		c[d] = true
+	}
+	m.mu.Lock()
+	m.mu.cordoned = c
+	m.mu.Unlock()
 }
 
 // offlineDirLocked finds a partition without a log in a log dir that failed at
