@@ -219,6 +219,38 @@ func TestJBODLogDirFailure(t *testing.T) {
 	}
 	t.Logf("kafka-topics.sh --describe:\n%s", r.Stdout)
 
+	// Restarted with data2 still failing, node 1 registers without it
+	// (the dir goes offline at startup): the failed dir's partitions stay
+	// led elsewhere and out of node 1's ISR (LeaderAcceptor: its replica's
+	// dir is not online), the healthy ones come back to it.
+	n1.Restart()
+	c.WaitNodeReady(n1, 60*time.Second)
+	waitFor(t, 60*time.Second, "node 1 back in the healthy partitions' ISR only", func() error {
+		leaders, isrs, err := partitionStates(c.Node(2).Addr, topic)
+		if err != nil {
+			return err
+		}
+		for _, p := range failed {
+			if leaders[p] == 1 || leaders[p] < 0 || slices.Contains(isrs[p], 1) {
+				return fmt.Errorf("failed-dir partition %d: leader %d ISR %v", p, leaders[p], isrs[p])
+			}
+		}
+		for _, p := range healthy {
+			if !slices.Contains(isrs[p], 1) {
+				return fmt.Errorf("healthy partition %d: ISR %v", p, isrs[p])
+			}
+		}
+		return nil
+	})
+	if log := n1.Log(); !strings.Contains(log, "error while loading log dir; it is offline") {
+		t.Errorf("node 1 did not start with data2 offline:\n%s", n1.LogTail(30))
+	}
+	for _, p := range failed {
+		if err := produceTo(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("again-%d", p)); err != nil {
+			t.Fatalf("produce to partition %d with node 1's dir still failed: %v", p, err)
+		}
+	}
+
 	// Restarted on a healthy disk, node 1 registers data2 again and its
 	// replicas there rejoin every ISR.
 	setDiskMode(t, ctl, "ok")
