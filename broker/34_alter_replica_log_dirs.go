@@ -135,8 +135,11 @@ func (b *Broker) moveReplica(tp storage.TopicPartition, from, to string) int16 {
 	if err := b.replicas.AlterLogDir(tp, dir); err != nil {
 		b.logger.Warn("Unable to alter log dirs", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition),
 			zap.String("from", from), zap.String("to", to), zap.Error(err))
-		if errors.Is(err, storage.ErrNoCurrentLog) {
+		switch {
+		case errors.Is(err, storage.ErrNoCurrentLog):
 			return kerr.ReplicaNotAvailable.Code
+		case errors.Is(err, storage.ErrTopicTooLongToMove):
+			return kerr.InvalidTopicException.Code
 		}
 		return kerr.KafkaStorageError.Code
 	}

@@ -216,10 +216,12 @@ func (rm *ReplicaManager) promote(p *Partition, cur, fut *storage.Log) (done boo
 	return false, nil
 }
 
-// throttleMove sleeps so that the copy stays within
+// throttleMove sleeps so that the copies of every move together stay within
 // replica.alter.log.dirs.io.max.bytes.per.second (Config.AlterLogDirsRate;
-// unset or Long.MAX_VALUE: unthrottled), as Kafka's
-// ReplicationQuotaManager(AlterLogDirs) delays the future replica's fetches.
+// unset or Long.MAX_VALUE: unthrottled), as Kafka's one
+// ReplicationQuotaManager(AlterLogDirs) delays the future replicas' fetches:
+// each copied chunk reserves n/rate on a timeline the movers share
+// (moveThrottle, unix nanoseconds), and its mover sleeps until its slot ends.
 func (rm *ReplicaManager) throttleMove(n int) {
 	if n <= 0 || rm.cfg.AlterLogDirsRate == nil {
 		return
@@ -228,7 +230,16 @@ func (rm *ReplicaManager) throttleMove(n int) {
 	if rate <= 0 || rate >= math.MaxInt64 {
 		return
 	}
-	rm.sleep(time.Duration(float64(n) / rate * float64(time.Second)))
+	cost := int64(float64(n) / rate * float64(time.Second))
+	now := rm.now().UnixNano()
+	for {
+		prev := rm.moveThrottle.Load()
+		end := max(prev, now) + cost
+		if rm.moveThrottle.CompareAndSwap(prev, end) {
+			rm.sleep(time.Duration(end - now))
+			return
+		}
+	}
 }
 
 // sleep waits d or until the manager closes.

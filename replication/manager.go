@@ -104,6 +104,9 @@ type ReplicaManager struct {
 	// to another log dir (alterlogdirs.go). A leaf.
 	moversMu lockrank.Mutex
 	movers   map[storage.TopicPartition]bool
+	// moveThrottle is when the movers' shared rate allows the next copy
+	// (unix nanoseconds, alterlogdirs.go throttleMove).
+	moveThrottle atomic.Int64
 }
 
 // New returns a ReplicaManager holding no partitions; OnImage gives it some.

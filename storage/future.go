@@ -35,21 +35,22 @@ import (
 	"go.uber.org/zap"
 )
 
-// futureDirName is <topic>-<partition>.<uuid hex>-future with the topic cut
-// so that the name stays within 255 bytes (LocalLog.logFutureDirName).
+// futureDirName is <topic>-<partition>.<uuid hex>-future
+// (LocalLog.logFutureDirName). Unlike a -delete name it is not cut short: the
+// topic is read back from it at startup.
 func futureDirName(tp TopicPartition) string {
 	var u [16]byte
 	_, _ = rand.Read(u[:])
-	suffix := "-" + strconv.Itoa(int(tp.Partition)) + "." + hex.EncodeToString(u[:]) + "-future"
-	topic := tp.Topic
-	if len(topic)+len(suffix) > 255 {
-		topic = topic[:255-len(suffix)]
-	}
-	return topic + suffix
+	return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) + "." + hex.EncodeToString(u[:]) + "-future"
 }
 
 // ErrNoCurrentLog: a future log needs the partition's current log.
 var ErrNoCurrentLog = errors.New("storage: the partition has no log on this broker")
+
+// ErrTopicTooLongToMove: the future directory name of the partition would
+// exceed 255 bytes (ReplicaManager.alterReplicaLogDirs: InvalidTopicException
+// "The topic name is too long.", KAFKA-4893).
+var ErrTopicTooLongToMove = errors.New("The topic name is too long.")
 
 // CreateFutureLog returns the future log of tp in dir, creating it when there
 // is none (an existing one in another dir is deleted first, as a new
@@ -64,6 +65,9 @@ func (m *Manager) CreateFutureLog(tp TopicPartition, topicID [16]byte, cfg Confi
 	}
 	cur, ok := m.mu.logs[tp]
 	switch {
+	case len(futureDirName(tp)) > 255:
+		m.mu.Unlock()
+		return nil, ErrTopicTooLongToMove
 	case !ok || cur.stub:
 		m.mu.Unlock()
 		return nil, ErrNoCurrentLog
@@ -284,11 +288,19 @@ func (m *Manager) resolveFutureLogs(found []foundFuture) error {
 // end offset): then, with appends to cur stopped, fut can be promoted.
 func CatchUpFuture(cur, fut *Log, maxBytes int32) (copied int, caughtUp bool, err error) {
 	start, end := cur.LogStartOffset(), cur.LogEndOffset()
+	// The current log may have been truncated (a follower's divergence)
+	// since the last copy: cut the future log back to where the two agree,
+	// by leader epochs, as a follower does (ReplicaAlterLogDirsThread
+	// truncates the future replica through the current one's
+	// OffsetsForLeaderEpoch).
+	if err := reconcileFuture(cur, fut); err != nil {
+		return 0, false, err
+	}
 	fleo := fut.LogEndOffset()
 	switch {
-	case fleo < start || fleo > end:
-		// behind the current log's start (retention moved it), or ahead of it
-		// (it was truncated): start over at its log start offset
+	case fleo < start:
+		// behind the current log's start (retention moved it): start over
+		// there
 		if err := fut.TruncateFullyAndStartAt(start); err != nil {
 			return 0, false, err
 		}
@@ -312,4 +324,35 @@ func CatchUpFuture(cur, fut *Log, maxBytes int32) (copied int, caughtUp bool, er
 		return 0, false, err
 	}
 	return len(data), fut.LogEndOffset() == cur.LogEndOffset(), nil
+}
+
+// reconcileFuture truncates fut to the offset up to which it agrees with cur:
+// the end of the newest leader epoch both know at the same place, capped by
+// where cur's copy of that epoch ends; fully (to cur's start) when they share
+// none, or when fut runs past cur's end without epochs.
+func reconcileFuture(cur, fut *Log) error {
+	fleo := fut.LogEndOffset()
+	if fleo <= fut.LogStartOffset() {
+		return nil
+	}
+	entries := fut.EpochEntries() // ascending [epoch, start offset]
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := int32(entries[i][0])
+		found, cend := cur.EndOffsetForEpoch(e)
+		if found != e {
+			continue
+		}
+		fend := fleo
+		if i+1 < len(entries) {
+			fend = entries[i+1][1] // fut's later epochs are not cur's
+		}
+		if to := min(cend, fend); to < fleo {
+			return fut.Truncate(to)
+		}
+		return nil
+	}
+	if len(entries) == 0 && fleo <= cur.LogEndOffset() {
+		return nil // no epochs to compare (nothing to go on), and not ahead
+	}
+	return fut.TruncateFullyAndStartAt(cur.LogStartOffset())
 }

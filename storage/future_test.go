@@ -197,3 +197,74 @@ func TestCordonedDirs(t *testing.T) {
 		t.Fatalf("every dir cordoned: %v", err)
 	}
 }
+
+// TestFutureLogFollowsTruncation: the current log is truncated (a
+// follower's divergence) and rewritten in a new epoch after the future log
+// copied it; the next copy cuts the future log back by leader epochs and
+// copies the new records, so the two agree.
+func TestFutureLogFollowsTruncation(t *testing.T) {
+	fs := vfs.NewMem()
+	clk := newClock()
+	m, err := OpenManager(ManagerOptions{FS: fs, LogDirs: []string{"/d1", "/d2"}, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tp, id := TopicPartition{"trunc", 0}, [16]byte{5}
+	cur, _ := m.GetOrCreateLogIn(tp, id, DefaultConfig(), "/d1")
+	mustAppend(t, cur, batch(clk.Ms(), 5), 0)
+	mustAppend(t, cur, batch(clk.Ms(), 5), 1)
+	fut, err := m.CreateFutureLog(tp, id, Config{}, "/d2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, caught, err := CatchUpFuture(cur, fut, 1<<20); err != nil || !caught {
+		t.Fatalf("first copy: %v %v", caught, err)
+	}
+	if err := cur.Truncate(7); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, cur, batch(clk.Ms(), 3), 2)
+	for range 5 {
+		if _, caught, err := CatchUpFuture(cur, fut, 1<<20); err != nil {
+			t.Fatal(err)
+		} else if caught {
+			break
+		}
+	}
+	if fut.LogEndOffset() != cur.LogEndOffset() {
+		t.Fatalf("future at %d, current at %d", fut.LogEndOffset(), cur.LogEndOffset())
+	}
+	want, got := cur.EpochEntries(), fut.EpochEntries()
+	if len(want) != len(got) {
+		t.Fatalf("epochs %v, want %v", got, want)
+	}
+	for i := range want {
+		if want[i] != got[i] {
+			t.Fatalf("epochs %v, want %v", got, want)
+		}
+	}
+	wr, gr := readAll(t, cur, 0), readAll(t, fut, 0)
+	for i := range wr {
+		if string(wr[i].Value) != string(gr[i].Value) || wr[i].Offset != gr[i].Offset {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}
+
+// A topic whose future directory name would pass 255 bytes cannot move
+// (InvalidTopicException in Kafka).
+func TestFutureLogLongTopic(t *testing.T) {
+	m, err := OpenManager(ManagerOptions{FS: vfs.NewMem(), LogDirs: []string{"/d1", "/d2"}, Now: newClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tp := TopicPartition{strings.Repeat("t", 240), 0}
+	if _, err := m.GetOrCreateLogIn(tp, [16]byte{1}, DefaultConfig(), "/d1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateFutureLog(tp, [16]byte{1}, Config{}, "/d2"); err != ErrTopicTooLongToMove {
+		t.Fatalf("CreateFutureLog: %v", err)
+	}
+}
