@@ -437,14 +437,18 @@ func TestJBODCordonedLogDirs(t *testing.T) {
 	d.Dir = abs(data2)
 	d.Topics = []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: topic, Partitions: []int32{0}}}
 	req.Dirs = append(req.Dirs, d)
-	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+	waitFor(t, 30*time.Second, "AlterReplicaLogDirs into the cordoned dir to be refused", func() error {
+		// REPLICA_NOT_AVAILABLE until the broker has created the replica
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			return err
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidReplicaAssignment.Code {
+			return kerr.ErrorForCode(code)
+		}
+		return nil
+	})
 	cl.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidReplicaAssignment.Code {
-		t.Fatalf("AlterReplicaLogDirs into a cordoned dir: %v", kerr.ErrorForCode(code))
-	}
 
 	MustKafkaTool(t, RunOpts{}, "kafka-configs.sh", "--bootstrap-server", b.Addr, "--entity-type", "brokers",
 		"--entity-name", "1", "--alter", "--add-config", "cordoned.log.dirs=*")
@@ -475,5 +479,114 @@ func TestJBODCordonedLogDirs(t *testing.T) {
 	// The static value is back after the dynamic one was deleted.
 	if got := describeCordoned(t, b); !got[abs(data2)] || got[abs(b.DataDir)] {
 		t.Fatalf("is_cordoned after the delete: %v", got)
+	}
+}
+
+// TestJBODMoveUnderLoad (KIP-113): in a 3-node cluster, node 1's replicas
+// of a topic move to its other log dir (AlterReplicaLogDirs, the leader's
+// and followers' alike) while an acks=all producer writes to every
+// partition; every acknowledged record is read back afterwards, from node 1
+// too.
+func TestJBODMoveUnderLoad(t *testing.T) {
+	c, data2, _ := jbodCluster(t, nil)
+	n1 := c.Node(1)
+	data1 := filepath.Join(n1.Dir, "data")
+	const topic, parts = "jbod-load", 4
+	createAssigned(t, n1.Addr, topic, []int32{1, 2, 3}, []int32{2, 1, 3}, []int32{1, 3, 2}, []int32{3, 2, 1})
+	waitFor(t, 30*time.Second, "full ISRs", func() error {
+		_, isrs, err := partitionStates(n1.Addr, topic)
+		if err != nil {
+			return err
+		}
+		for p := range int32(parts) {
+			if len(isrs[p]) != 3 {
+				return fmt.Errorf("partition %d: ISR %v", p, isrs[p])
+			}
+		}
+		return nil
+	})
+	cl := c.Client(c.BrokerAddrs(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer cl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acked := make(chan string, 1<<16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			r := &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: []byte(fmt.Sprintf("v%d", i))}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err == nil {
+				acked <- string(r.Value)
+			}
+		}
+	}()
+	time.Sleep(time.Second) // some data to copy first
+	// Move every replica node 1 has to the dir it is not in.
+	abs := func(d string) string { a, _ := filepath.Abs(d); return a }
+	where := map[int32]string{}
+	for _, p := range partitionsIn(t, data1, topic) {
+		where[p] = abs(data2)
+	}
+	for _, p := range partitionsIn(t, data2, topic) {
+		where[p] = abs(data1)
+	}
+	ncl := n1.Client()
+	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	for p, dir := range where {
+		d := kmsg.NewAlterReplicaLogDirsRequestDir()
+		d.Dir = dir
+		d.Topics = []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: topic, Partitions: []int32{p}}}
+		req.Dirs = append(req.Dirs, d)
+	}
+	raw, err := ncl.Broker(1).Request(ctxT(t, 10*time.Second), req)
+	ncl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range raw.(*kmsg.AlterReplicaLogDirsResponse).Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				t.Fatalf("AlterReplicaLogDirs %s-%d: %v", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+	waitFor(t, 60*time.Second, "every replica of node 1 moved", func() error {
+		got := logDirsDescribe(t, n1.Broker, topic)
+		for p, dir := range where {
+			if future, ok := got[dir][fmt.Sprintf("%s-%d", topic, p)]; !ok || future {
+				return fmt.Errorf("partition %d not (only) in %s yet: %v", p, dir, got)
+			}
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // writes go on after the swap
+	cancel()
+	<-done
+	close(acked)
+	want := map[string]bool{}
+	for v := range acked {
+		want[v] = true
+	}
+	t.Logf("MEASURE jbod-move-under-load acked=%d moved=%d", len(want), len(where))
+	if len(want) == 0 {
+		t.Fatal("nothing acknowledged")
+	}
+	for _, from := range []*ClusterNode{n1, c.Node(2)} {
+		got := map[string]bool{}
+		for _, r := range consumeAll(t, from.Broker, topic, len(want), 60*time.Second) {
+			got[string(r.Value)] = true
+		}
+		for v := range want {
+			if !got[v] {
+				t.Fatalf("acknowledged record %s missing (read through node %d, %d of %d)", v, from.ID, len(got), len(want))
+			}
+		}
+	}
+	// Node 1 still serves reads from the moved logs after a restart.
+	n1.Restart()
+	c.WaitNodeReady(n1, 60*time.Second)
+	if got := logDirsDescribe(t, n1.Broker, topic); len(got[abs(data1)])+len(got[abs(data2)]) != parts {
+		t.Fatalf("after a restart: %v", got)
 	}
 }
