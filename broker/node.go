@@ -102,6 +102,9 @@ type Node struct {
 	shutdownErr  error
 
 	fatal chan error // cap 1: see Fatal
+	// stopAsked (cap 1) asks the process for a graceful shutdown
+	// (ShutdownRequested).
+	stopAsked chan error
 
 	// Metrics (metrics.go). started is set once Start succeeded: the
 	// collector reads the fields above only then.
@@ -122,7 +125,7 @@ func NewNode(nc NodeConfig) (*Node, error) {
 	if nc.FS == nil {
 		nc.FS = vfs.Default
 	}
-	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), requestMetrics: newRequestMetrics(), flushTime: newFlushTime()}
+	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), stopAsked: make(chan error, 1), requestMetrics: newRequestMetrics(), flushTime: newFlushTime()}
 	n.registry = newMetricsRegistry(n)
 	if nc.LogLevels != nil {
 		// Known before they first log, so that their levels can be set
@@ -142,6 +145,19 @@ var nodeLoggers = []string{"broker", "controller", "controller-channel", "contro
 // (ReplicaManager.handleLogDirFailure). Kafka halts the process; the caller
 // should exit without a clean shutdown.
 func (n *Node) Fatal() <-chan error { return n.fatal }
+
+// ShutdownRequested delivers the reason the node asks to be shut down
+// gracefully (the caller runs Shutdown), as Kafka's BrokerServer runs its
+// shutdown on a new thread: a failed log dir that could not be reported to
+// the controller within log.dir.failure.timeout.ms (KIP-858).
+func (n *Node) ShutdownRequested() <-chan error { return n.stopAsked }
+
+func (n *Node) askShutdown(err error) {
+	select {
+	case n.stopAsked <- err:
+	default:
+	}
+}
 
 func (n *Node) fail(err error) {
 	select {
@@ -302,7 +318,7 @@ func (n *Node) start(ctx context.Context) error {
 					// a broker that cannot tell it in time stops.
 					id := n.nc.DirectoryIDs[dir]
 					n.lifecycle.dirFailed(id, time.Duration(cfg.Long("log.dir.failure.timeout.ms"))*time.Millisecond, func() {
-						n.fail(fmt.Errorf("shutting down because couldn't communicate offline log dir %s (%s) with controllers within log.dir.failure.timeout.ms",
+						n.askShutdown(fmt.Errorf("shutting down because couldn't communicate offline log dir %s (%s) with controllers within log.dir.failure.timeout.ms",
 							dir, config.UUID(id)))
 					})
 				}
