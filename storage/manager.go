@@ -101,9 +101,9 @@ type Manager struct {
 	// loadingFutures are the -future directories loadDir found, resolved
 	// once every dir is loaded (resolveFutureLogs); OpenManager's only.
 	loadingFutures []foundFuture
-	cleaner    cleanerState
-	dirDeletes dirDeletions   // -delete directories waiting for removal (delete.go)
-	ckptMu     lockrank.Mutex // serializes checkpoint file writes; taken before mu
+	cleaner        cleanerState
+	dirDeletes     dirDeletions   // -delete directories waiting for removal (delete.go)
+	ckptMu         lockrank.Mutex // serializes checkpoint file writes; taken before mu
 
 	hadClean  map[string]bool
 	prevEpoch int64
