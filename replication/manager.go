@@ -2,6 +2,7 @@ package replication
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -213,8 +214,17 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 		}
 		rm.replicationOnImage(wake, removed)
 	}()
+	prev := rm.image
 	rm.image = img
 	rm.isr.image.Store(img)
+	// Most images change a few partitions (an ISR change, a leader
+	// election, a new topic): look at those only, as Kafka's
+	// ReplicaManager.applyDelta does with the TopicsDelta. A snapshot load
+	// or a config or feature change goes through every partition.
+	if ch := img.Changes(); prev != nil && !ch.Full && !ch.Configs && !ch.Features {
+		wake, removed = rm.applyTopicChanges(prev, img, ch)
+		return
+	}
 	defaults := map[string]string{}
 	if rm.cfg.TopicDefaults != nil {
 		maps.Copy(defaults, rm.cfg.TopicDefaults())
@@ -272,6 +282,71 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 			delete(rm.topicCfgs, name)
 		}
 	}
+}
+
+// applyTopicChanges is OnImage for an image whose changes from prev are
+// only in ch.Topics (no config changes: rm.defaults and rm.topicCfgs stay
+// true). rm.mu must be held.
+func (rm *ReplicaManager) applyTopicChanges(prev, img *metadatacache.Image, ch *metadatacache.Changes) (wake, removed []*Partition) {
+	drop := func(tp storage.TopicPartition, id [16]byte) {
+		if p, ok := rm.partitions[tp]; ok && p.topicID == id {
+			rm.removePartition(p)
+			delete(rm.partitions, tp)
+			wake = append(wake, p)
+			removed = append(removed, p)
+		}
+	}
+	// Removed topics first: a topic deleted and created again under the
+	// same name in one image is then a new topic below.
+	for id, tc := range ch.Topics {
+		if old := prev.TopicByID(id); tc.Removed && old != nil && img.TopicByID(id) == nil {
+			for pid := range old.Partitions {
+				drop(storage.TopicPartition{Topic: old.Name, Partition: pid}, id)
+			}
+			if img.TopicByName(old.Name) == nil {
+				delete(rm.topicCfgs, old.Name)
+			}
+		}
+	}
+	for id, tc := range ch.Topics {
+		t := img.TopicByID(id)
+		if t == nil {
+			continue
+		}
+		pids := slices.Collect(maps.Keys(tc.Partitions))
+		if tc.Created {
+			pids = slices.Collect(maps.Keys(t.Partitions))
+			rm.topicCfgs[t.Name] = img.TopicConfig(t.Name)
+		}
+		var cfg storage.Config
+		cfgDone := false
+		for _, pid := range pids {
+			mp := t.Partition(pid)
+			tp := storage.TopicPartition{Topic: t.Name, Partition: pid}
+			if mp == nil || !mp.HasReplica(rm.cfg.NodeID) {
+				drop(tp, id) // the replica moved away
+				continue
+			}
+			p, ok := rm.partitions[tp]
+			if ok && p.topicID != t.ID {
+				rm.removePartition(p)
+				removed = append(removed, p)
+				ok = false
+			}
+			if !cfgDone {
+				cfg = rm.effectiveConfig(t.Name, rm.topicCfgs[t.Name])
+				cfgDone = true
+			}
+			if !ok {
+				p = newPartition(tp, t.ID, rm.cfg.NodeID, &rm.isr)
+				rm.partitions[tp] = p
+			}
+			if rm.applyPartition(p, mp, cfg, !ok) {
+				wake = append(wake, p)
+			}
+		}
+	}
+	return wake, removed
 }
 
 // removePartition stops a partition and deletes its log. A partition whose
