@@ -7,7 +7,8 @@
 // v0-3, IncrementalAlterConfigs v0-1, AlterConfigs v0-2 (TOPIC and BROKER
 // resources), BrokerRegistration v0-4, BrokerHeartbeat v0-2,
 // UnregisterBroker v0, AllocateProducerIds v0, AlterPartition v2-3,
-// ListPartitionReassignments v0 (always empty), UpdateFeatures v0-2
+// AlterPartitionReassignments v0-1 and ListPartitionReassignments v0
+// (reassign.go, KIP-455), UpdateFeatures v0-2
 // (updatefeatures.go), ControllerRegistration v0 (controllers.go, KIP-919),
 // AlterUserScramCredentials v0 (scram.go), AlterClientQuotas v0-1
 // (quotas.go, ClientQuotaControlManager), ElectLeaders v0-2
