@@ -54,7 +54,11 @@
 // takes the first active replica in the ISR; PREFERRED (ElectLeaders, the
 // periodic balancing) first tries the first replica; UNCLEAN
 // (unclean.leader.election.enable, ElectLeaders) falls back to any active
-// replica, making it the ISR alone, RECOVERING.
+// replica, making it the ISR alone, RECOVERING. Before electing, any change
+// completes a partition reassignment in progress once every target replica
+// is in the ISR (reassign.go: KIP-455, AlterPartitionReassignments and
+// ListPartitionReassignments); a change that drops a replica from the
+// replica set bumps the leader epoch.
 //
 // # Eligible leader replicas (KIP-966)
 //
