@@ -318,3 +318,85 @@ func consumeFrom(t *testing.T, c *Cluster, topic string, n int) []*kgo.Record {
 	}
 	return recs
 }
+
+// TestMixedReassign: reassignment across kinds. kgo-controller: a
+// kgo-broker controller reassigns partitions between Apache Kafka 4.4
+// brokers (2, 3) and a kgo-broker broker (4); the request goes to a Kafka
+// broker, which forwards it in an Envelope, and Kafka's brokers act on the
+// controller's PartitionChangeRecords (adding replicas fetch, the leader's
+// AlterPartition completes, removed replicas stop). kafka-controller: the
+// same with Kafka's controller and kgo-broker brokers 2 and 3 beside Kafka
+// broker 4. RF=1 on broker 2 moves to brokers 3 and 4 (the leader is
+// removed), then back to broker 2 alone; the records are read back each
+// time with the old replicas stopped.
+func TestMixedReassign(t *testing.T) {
+	t.Run("kgo-controller", func(t *testing.T) {
+		mixedReassign(t, startMixed(t,
+			mixedSpec{ID: 1, Kind: kindKgo, Controller: true},
+			mixedSpec{ID: 2, Kind: kindKafka}, mixedSpec{ID: 3, Kind: kindKafka}, mixedSpec{ID: 4, Kind: kindKgo}))
+	})
+	t.Run("kafka-controller", func(t *testing.T) {
+		mixedReassign(t, startMixed(t,
+			mixedSpec{ID: 1, Kind: kindKafka, Controller: true},
+			mixedSpec{ID: 2, Kind: kindKgo}, mixedSpec{ID: 3, Kind: kindKgo}, mixedSpec{ID: 4, Kind: kindKafka}))
+	})
+}
+
+func mixedReassign(t *testing.T, c *mixedCluster) {
+	const topic, n = "mx-reassign", 100
+	cl := c.client(t, []*mixedNode{c.node(2)})
+	createAssignedTopic(t, cl, topic, []int32{2})
+	produceTo(t, cl, topic, n)
+	reassignAndWait := func(via *mixedNode, replicas []int32) {
+		t.Helper()
+		vcl := c.client(t, []*mixedNode{via})
+		if got := alterReassignments(t, vcl, 1, true, topic, kmsg.AlterPartitionAssignmentsRequestTopicPartition{Partition: 0, Replicas: replicas}); !slices.Equal(got, []string{"NONE"}) {
+			t.Fatalf("reassign to %v: %q", replicas, got)
+		}
+		waitFor(t, 120*time.Second, fmt.Sprintf("%s on %v", topic, replicas), func() error {
+			resp, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctxT(t, 10*time.Second), vcl)
+			if err != nil {
+				return err
+			}
+			if len(resp.Topics) != 0 {
+				return fmt.Errorf("still reassigning: %+v", resp.Topics)
+			}
+			md, err := metadataFrom(via.Addr, topic)
+			if err != nil {
+				return err
+			}
+			p := md.Topics[0].Partitions[0]
+			if !slices.Equal(p.Replicas, replicas) || len(p.ISR) != len(replicas) || !slices.Contains(replicas, p.Leader) {
+				return fmt.Errorf("replicas %v isr %v leader %d", p.Replicas, p.ISR, p.Leader)
+			}
+			return nil
+		})
+	}
+	readBack := func(via *mixedNode) {
+		t.Helper()
+		ccl := c.client(t, []*mixedNode{via}, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		ctx := ctxT(t, 60*time.Second)
+		var recs []*kgo.Record
+		for len(recs) < n {
+			fs := ccl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("read %d of %d records through node %d", len(recs), n, via.ID)
+			}
+			recs = append(recs, fs.Records()...)
+		}
+		for i, r := range recs {
+			if w := fmt.Sprintf("%s-%d", topic, i); string(r.Value) != w {
+				t.Fatalf("record %d: %q, want %q", i, r.Value, w)
+			}
+		}
+	}
+	reassignAndWait(c.node(2), []int32{3, 4})
+	c.node(2).Kill()
+	readBack(c.node(4))
+	c.node(2).Start()
+	c.waitBrokers(3 * readyTimeout())
+	reassignAndWait(c.node(4), []int32{2})
+	c.node(3).Kill()
+	c.node(4).Kill()
+	readBack(c.node(2))
+}
