@@ -12,7 +12,10 @@ package integration
 // replicas after the old broker is stopped, and the removed replicas'
 // logs are gone. A reassignment to a stopped (fenced) broker waits, shows
 // in --list, and --cancel reverts it; one to an unregistered broker is
-// refused with Kafka's error.
+// refused with Kafka's error. TestReassignControllerFailover: a waiting
+// reassignment survives kill -9 of the active controller.
+// TestMixedReassign: reassignments between Kafka 4.4 and kgo-broker
+// brokers under either kind of controller.
 
 import (
 	"fmt"
@@ -226,6 +229,77 @@ func TestReassignPartitions(t *testing.T) {
 	c.WaitNodeReady(c.Node(4), 120*time.Second)
 }
 
+// TestReassignControllerFailover: a reassignment waiting for its fenced
+// target survives kill -9 of the active controller (it is in the metadata
+// log): the new controller lists it and completes it once the target
+// broker is back, and every record is read from the new replica with the
+// old one stopped.
+func TestReassignControllerFailover(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{Combined: 3, Brokers: 1, Overrides: map[string]string{
+		"replica.lag.time.max.ms":  "5000",
+		"replica.fetch.backoff.ms": "200",
+	}})
+	const topic, n = "it-failover", 100
+	cl := c.Client(nil)
+	createAssignedTopic(t, cl, topic, []int32{2})
+	produceTo(t, cl, topic, n)
+	if code := c.Node(4).Stop(60 * time.Second); code != 0 {
+		t.Fatalf("node 4 exited with %d", code)
+	}
+	if got := alterReassignments(t, cl, 1, true, topic, kmsg.AlterPartitionAssignmentsRequestTopicPartition{Partition: 0, Replicas: []int32{4}}); !slices.Equal(got, []string{"NONE"}) {
+		t.Fatalf("reassign onto stopped broker 4: %q", got)
+	}
+	old, _ := c.WaitLeader(60*time.Second, 0)
+	old.Kill()
+	ld, _ := c.WaitLeader(60*time.Second, old.ID)
+	t.Logf("active controller %d killed; %d leads", old.ID, ld.ID)
+	var alive []string
+	for _, id := range []int32{1, 2, 3} {
+		if id != old.ID {
+			alive = append(alive, c.Node(id).Addr)
+		}
+	}
+	acl := c.Client(alive)
+	waitFor(t, 60*time.Second, "the new controller to list the reassignment", func() error {
+		resp, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctxT(t, 10*time.Second), acl)
+		if err != nil {
+			return err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("%+v", resp)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if !slices.Equal(p.Replicas, []int32{4, 2}) || !slices.Equal(p.AddingReplicas, []int32{4}) || !slices.Equal(p.RemovingReplicas, []int32{2}) {
+			return fmt.Errorf("replicas %v adding %v removing %v", p.Replicas, p.AddingReplicas, p.RemovingReplicas)
+		}
+		return nil
+	})
+	old.Start()
+	c.WaitNodeReady(old, 120*time.Second)
+	c.Node(4).Start()
+	c.WaitNodeReady(c.Node(4), 120*time.Second)
+	waitFor(t, 120*time.Second, "the reassignment to complete", func() error {
+		md, err := metadataFrom(c.Node(4).Addr, topic)
+		if err != nil {
+			return err
+		}
+		p := md.Topics[0].Partitions[0]
+		if !slices.Equal(p.Replicas, []int32{4}) || !slices.Equal(p.ISR, []int32{4}) || p.Leader != 4 {
+			return fmt.Errorf("replicas %v isr %v leader %d", p.Replicas, p.ISR, p.Leader)
+		}
+		return nil
+	})
+	if code := c.Node(2).Stop(60 * time.Second); code != 0 {
+		t.Fatalf("node 2 exited with %d", code)
+	}
+	recs := consumeFromAddr(t, c, c.Node(4).Addr, topic, n)
+	for i, rec := range recs {
+		if w := fmt.Sprintf("%s-%d", topic, i); string(rec.Value) != w {
+			t.Fatalf("record %d: %q, want %q", i, rec.Value, w)
+		}
+	}
+}
+
 // alterReassignments sends AlterPartitionReassignments for partitions of
 // topic and returns each partition's answer as "CODE[: message]".
 func alterReassignments(t *testing.T, cl *kgo.Client, version int16, allowRF bool, topic string, parts ...kmsg.AlterPartitionAssignmentsRequestTopicPartition) []string {
@@ -305,7 +379,14 @@ func produceTo(t *testing.T, cl *kgo.Client, topic string, n int) {
 // node 1 (which the test never stops).
 func consumeFrom(t *testing.T, c *Cluster, topic string, n int) []*kgo.Record {
 	t.Helper()
-	cl := c.Client([]string{c.Node(1).Addr}, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	return consumeFromAddr(t, c, c.Node(1).Addr, topic, n)
+}
+
+// consumeFromAddr reads n records of topic from the start, bootstrapped
+// on addr.
+func consumeFromAddr(t *testing.T, c *Cluster, addr, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl := c.Client([]string{addr}, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer cl.Close()
 	ctx := ctxT(t, 60*time.Second)
 	var recs []*kgo.Record
