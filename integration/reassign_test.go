@@ -2,7 +2,7 @@
 
 package integration
 
-// Partition reassignment (KIP-455; controller/reassign.go) with Kafka's own
+// Partition reassignment (KIP-455, issue 15; controller/reassign.go) with Kafka's own
 // kafka-reassign-partitions.sh on one combined node and three brokers:
 // --generate proposes a plan; --execute (with --throttle, whose broker and
 // topic throttle configs must be accepted) moves an RF=1 partition to
