@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/raft"
 )
 
 // Reassignment scenarios as transcripts: each step is a command and the
@@ -20,6 +21,7 @@ import (
 //	cancel           AlterPartitionReassignments with null replicas
 //	isr 1 2          the leader's AlterPartition with that ISR (answer printed)
 //	fence 1          broker 1 asks to be fenced
+//	snapshot         a metadata snapshot, the log before it deleted
 //	restart          the controller restarts over its metadata log
 //	list             ListPartitionReassignments (null topics)
 func TestReassignTranscripts(t *testing.T) {
@@ -127,7 +129,7 @@ cancel
 replicas=[1 2] isr=[2] adding=[] removing=[] leader=2 leaderEpoch=2 dirs=[b1 b2]
 `,
 	}, {
-		name: "a fenced target waits; the reassignment survives a restart", replicas: []int32{1},
+		name: "a fenced target waits; the reassignment survives a snapshot and a restart", replicas: []int32{1},
 		script: `
 fence 3
 replicas=[1] isr=[1] adding=[] removing=[] leader=1 leaderEpoch=0 dirs=[b1]
@@ -136,6 +138,8 @@ reassign 3
 replicas=[3 1] isr=[1] adding=[3] removing=[1] leader=1 leaderEpoch=0 dirs=[b3 b1]
 isr 1 3
 > INELIGIBLE_REPLICA
+replicas=[3 1] isr=[1] adding=[3] removing=[1] leader=1 leaderEpoch=0 dirs=[b3 b1]
+snapshot
 replicas=[3 1] isr=[1] adding=[3] removing=[1] leader=1 leaderEpoch=0 dirs=[b3 b1]
 restart
 replicas=[3 1] isr=[1] adding=[3] removing=[1] leader=1 leaderEpoch=0 dirs=[b3 b1]
@@ -180,6 +184,13 @@ replicas=[3] isr=[3] adding=[] removing=[] leader=3 leaderEpoch=1 dirs=[b3]
 					hb := e.heartbeat(b, epochs[b], e.c.Image().Offset, f[0] == "fence", false)
 					if hb.ErrorCode != 0 {
 						t.Fatalf("%s: %v", line, kerr.ErrorForCode(hb.ErrorCode))
+					}
+				case "snapshot":
+					e.node.SetSnapshotConfig(raft.SnapshotConfig{MaxBytesBetweenSnapshots: 1 << 40, RetentionBytes: 1, RetentionMs: -1})
+					e.snapshot()
+					e.c.writeNoOp()
+					if s2 := e.snapshot(); e.node.Status().LogStartOffset != s2.Offset {
+						t.Fatalf("log start %d, want %d", e.node.Status().LogStartOffset, s2.Offset)
 					}
 				case "restart":
 					e.stop()
