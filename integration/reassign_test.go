@@ -88,6 +88,27 @@ func TestReassignPartitions(t *testing.T) {
 		t.Fatalf("--execute:\n%s", r)
 	}
 	t.Logf("--execute:\n%s", r.Stdout)
+	// The topics' throttled replicas show in DescribeConfigs; the brokers'
+	// rates are checked in the metadata log below.
+	throttles := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		tc, err := adm.DescribeTopicConfigs(ctxT(t, 30*time.Second), "it-move")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range tc {
+			for _, cfg := range res.Configs {
+				if strings.HasSuffix(cfg.Key, ".replication.throttled.replicas") && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig {
+					out[cfg.Key] = cfg.MaybeValue()
+				}
+			}
+		}
+		return out
+	}
+	if got := throttles(); got["leader.replication.throttled.replicas"] != "0:2" || got["follower.replication.throttled.replicas"] != "0:3" {
+		t.Errorf("it-move's throttle configs after --execute --throttle: %v", got)
+	}
 	waitFor(t, 120*time.Second, "the reassignments to complete (--verify)", func() error {
 		r := tool("--verify", "--reassignment-json-file", plan)
 		if r.ExitCode != 0 {
@@ -118,16 +139,19 @@ func TestReassignPartitions(t *testing.T) {
 		}
 		return nil
 	})
-	// The throttle configs the tool wrote are gone again.
-	rc, err := adm.DescribeTopicConfigs(ctxT(t, 30*time.Second), "it-move", "it-leader")
-	if err != nil {
-		t.Fatal(err)
+	// The throttle configs the tool wrote are gone again: the topics' from
+	// DescribeConfigs, the brokers' rates were set and removed by
+	// ConfigRecords in the metadata log (kafka-dump-log.sh).
+	if got := throttles(); len(got) != 0 {
+		t.Errorf("throttle configs after --verify: %v", got)
 	}
-	for _, res := range rc {
-		for _, cfg := range res.Configs {
-			if strings.HasSuffix(cfg.Key, ".replication.throttled.replicas") && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig {
-				t.Errorf("%s still has %s=%v after --verify", res.Name, cfg.Key, cfg.MaybeValue())
-			}
+	segs, _ := filepath.Glob(filepath.Join(c.Node(1).DataDir, "__cluster_metadata-0", "*.log"))
+	dump := MustKafkaTool(t, RunOpts{Timeout: 2 * time.Minute}, "kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", strings.Join(segs, ","))
+	for _, key := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+		set := fmt.Sprintf(`"resourceType":4,"resourceName":"3","name":"%s","value":"50000000"`, key)
+		removed := fmt.Sprintf(`"resourceType":4,"resourceName":"3","name":"%s","value":null`, key)
+		if i, j := strings.Index(dump.Stdout, set), strings.LastIndex(dump.Stdout, removed); i < 0 || j < i {
+			t.Errorf("the metadata log does not set then remove broker 3's %s (set at %d, removed at %d)", key, i, j)
 		}
 	}
 	// Broker 2 no longer holds it-move, it-shrink or it-leader: their logs
