@@ -208,6 +208,15 @@ func TestReassignPartitions(t *testing.T) {
 	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "it-cancel-0: replicas: 4,2. adding: 4. removing: 2.") {
 		t.Fatalf("--list:\n%s", r)
 	}
+	// kafka-topics.sh --describe (DescribeTopicPartitions and
+	// ListPartitionReassignments) shows the whole replica set and the
+	// reassignment.
+	r = MustKafkaTool(t, RunOpts{}, "kafka-topics.sh", "--bootstrap-server", bootstrap, "--describe", "--topic", "it-cancel")
+	for _, want := range []string{"Partition: 0", "Leader: 2", "Replicas: 4,2", "Isr: 2", "Adding Replicas: 4", "Removing Replicas: 2"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("kafka-topics.sh --describe during the reassignment lacks %q:\n%s", want, r.Stdout)
+		}
+	}
 	r = tool("--verify", "--reassignment-json-file", cancelPlan)
 	if !strings.Contains(r.Stdout, "Reassignment of partition it-cancel-0 is still in progress.") {
 		t.Fatalf("--verify of a waiting reassignment:\n%s", r)
