@@ -110,8 +110,8 @@ func (s *state) newChangeBuilder(mv int16, t *topicState, pid int32, p *partitio
 		mv: mv, topicID: t.id, pid: pid, p: p, acceptable: acceptable,
 		minISR: s.effectiveMinISR(t), elr: s.elrEnabled(), uncleanShutdown: -1,
 		targetIsr: p.isr, targetElr: p.elr, targetLastKnownElr: p.lastKnownElr,
-		targetLRS:      p.leaderRecoveryState,
-		targetReplicas: p.replicas, targetAdding: p.adding, targetRemoving: p.removing,
+		targetLRS: p.leaderRecoveryState,
+		// the replicas and the reassignment stay the partition's (nil)
 		dirs: assignmentMap(p), defaultDir: s.defaultDir,
 	}
 }
