@@ -450,3 +450,26 @@ func TestChangeBuilderCompletesReassignment(t *testing.T) {
 		})
 	}
 }
+
+// Directories are written from metadata.version 3.7-IV2 (KIP-858): a
+// current replica keeps its dir, a new one gets its broker's default
+// (ClusterDescriber.defaultDir); below it the record has none.
+func TestReassignDirectoriesByMetadataVersion(t *testing.T) {
+	p := partitionState{replicas: []int32{1}, isr: []int32{1}, leader: 1, directories: [][16]byte{{1: 1}}}
+	for _, c := range []struct {
+		mv   int16
+		want [][16]byte
+	}{
+		{mv3_7_IV2 - 1, nil},
+		{mv3_7_IV2, [][16]byte{{1: 2}, {1: 1}}},
+	} {
+		pc := p
+		b := &changeBuilder{mv: c.mv, topicID: [16]byte{1}, p: &pc, acceptable: func(int32) bool { return true },
+			minISR: 1, uncleanShutdown: -1, targetIsr: pc.isr, defaultDir: func(id int32) [16]byte { return [16]byte{1: byte(id)} },
+			targetReplicas: []int32{2, 1}, targetAdding: []int32{2}, targetRemoving: []int32{1}}
+		rec := b.build()
+		if rec == nil || !slices.Equal(rec.Replicas, []int32{2, 1}) || !slices.Equal(rec.Directories, c.want) {
+			t.Errorf("mv %d: %+v", c.mv, rec)
+		}
+	}
+}
