@@ -399,8 +399,15 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Replication throttles (replication_quotas.go), fed from the image
+	// before the replica manager applies it.
+	n.broker.replQuotas = newReplicationQuotas(cfg, n.logger.Named("replication-quotas"))
+	n.cache.Subscribe(n.broker.replQuotas.onImage)
+	n.broker.replQuotas.onImage(nil, n.cache.Image())
 	n.replicas = replication.New(replication.Config{
 		NodeID:        cfg.NodeID,
+		LeaderQuota:   n.broker.replQuotas.leader,
+		FollowerQuota: n.broker.replQuotas.follower,
 		Logs:          n.logs,
 		Now:           now,
 		Logger:        n.logger.Named("replication"),

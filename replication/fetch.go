@@ -36,6 +36,9 @@ type partResult struct {
 	// aborted are the aborted transactions of a read_committed read
 	// (non-nil, maybe empty, when the read found its segment); nil otherwise
 	aborted []storage.AbortedTxn
+	// replicaInSync: a follower's fetch, and the follower is in the ISR
+	// (shouldLeaderThrottle spares it)
+	replicaInSync bool
 }
 
 func (r *partResult) recordsLen() int64 { return r.region.Len }
@@ -232,7 +235,34 @@ func (rm *ReplicaManager) FetchAuthorized(ctx context.Context, req *kmsg.FetchRe
 	}
 	results = append(results, erroneous...)
 	id, code, out := rm.sessions.finish(fc, results, rm.now())
+	if params.isFollower {
+		rm.recordLeaderReplication(out)
+	}
 	return rm.buildFetchResponse(req, id, code, out)
+}
+
+// recordLeaderReplication is the leader's quota record of a follower fetch
+// (KafkaApis.sizeOfThrottledPartitions): the bytes of the throttled
+// partitions in the response, in-sync followers' included, so the total
+// replication traffic of throttled replicas stays under the rate. Kafka
+// counts the encoded partitions; this counts their record bytes.
+func (rm *ReplicaManager) recordLeaderReplication(out []*partResult) {
+	q := rm.cfg.LeaderQuota
+	var n int64
+	for _, r := range out {
+		if r.recordsLen() > 0 && q.IsThrottled(r.part.topic, r.part.partition) {
+			n += r.recordsLen()
+		}
+	}
+	q.Record(n)
+}
+
+// shouldLeaderThrottle is ReplicaManager.shouldLeaderThrottle: a follower
+// out of the ISR fetching a partition in leader.replication.throttled.replicas
+// while leader.replication.throttled.rate is exceeded gets no records.
+func (rm *ReplicaManager) shouldLeaderThrottle(fp fetchPart, replicaInSync bool) bool {
+	q := rm.cfg.LeaderQuota
+	return !replicaInSync && q.IsThrottled(fp.topic, fp.partition) && q.IsQuotaExceeded()
 }
 
 // knowsPartition is metadataCache.contains.
@@ -282,11 +312,13 @@ func (rm *ReplicaManager) fetchSatisfied(params fetchParams, parts []fetchPart) 
 		if err != nil {
 			return true // Case A, B, C
 		}
-		n, done := p.bytesReady(params, fp)
+		n, inSync, done := p.bytesReady(params, fp)
 		if done {
 			return true
 		}
-		accumulated += n
+		if !params.isFollower || n == 0 || !rm.shouldLeaderThrottle(fp, inSync) {
+			accumulated += n
+		}
 	}
 	return accumulated >= int64(params.minBytes)
 }
@@ -294,33 +326,35 @@ func (rm *ReplicaManager) fetchSatisfied(params fetchParams, parts []fetchPart) 
 // bytesReady reports how many bytes (up to the partition's max bytes) a
 // read at fp.fetchOffset would return now, or done when the fetch must be
 // answered at once (leadership changed, epoch fenced, offset beyond the end
-// after a truncation, diverging epoch).
-func (p *Partition) bytesReady(params fetchParams, fp fetchPart) (n int64, done bool) {
+// after a truncation, diverging epoch); inSync whether a follower fetching
+// is in the ISR (DelayedFetch leaves out the bytes a throttle holds back).
+func (p *Partition) bytesReady(params fetchParams, fp fetchPart) (n int64, inSync, done bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if err := p.checkEpoch(fp.currentLeaderEpoch, params.fetchOnlyLeader); err != nil {
-		return 0, true
+		return 0, false, true
 	}
+	inSync = params.isFollower && containsReplica(p.isr, params.replicaID)
 	end := p.endOffset(params.isolation)
 	switch {
 	case fp.fetchOffset > end:
-		return 0, true // Case F: truncated
+		return 0, false, true // Case F: truncated
 	case fp.fetchOffset == end:
 		n = 0
 	default:
 		ri, err := p.log.Read(fp.fetchOffset, fp.maxBytes, end, true)
 		if err != nil {
-			return 0, true
+			return 0, false, true
 		}
 		n = min(ri.Region.Len, int64(max(fp.maxBytes, 0)))
 	}
 	if fp.lastFetchedEpoch >= 0 {
 		ep, off := p.log.EndOffsetForEpoch(fp.lastFetchedEpoch)
 		if ep < 0 || off < 0 || ep < fp.lastFetchedEpoch || off < fp.fetchOffset {
-			return 0, true // Case H
+			return 0, false, true // Case H
 		}
 	}
-	return n, false
+	return n, inSync, false
 }
 
 // endOffset is the offset a read may not pass. p.mu must be held.
@@ -368,6 +402,11 @@ func (rm *ReplicaManager) read(params fetchParams, fp fetchPart, limit int32, mi
 		rm.fillFetchLeader(params, r)
 		return r
 	}
+	if follower && r.recordsLen() > 0 && rm.shouldLeaderThrottle(fp, r.replicaInSync) {
+		// A throttled partition answers an empty record set, its offsets
+		// and high watermark as read (ReplicaManager.readFromLog).
+		r.region = storage.FileRegion{}
+	}
 	if follower && updateFetchState && r.diverging == nil {
 		if err := rm.followerFetched(p, params.replicaID, params.replicaEpoch, fp.fetchOffset, fp.logStartOffset); err != nil {
 			return errResult(fp, errorCode(err)) // a stale broker epoch (KIP-903)
@@ -399,7 +438,7 @@ func (p *Partition) read(params fetchParams, fp fetchPart, maxBytes int32, minOn
 		return errResult(fp, kerr.NotLeaderForPartition.Code), false
 	}
 	r := &partResult{part: fp, hw: p.hw.Load(), lso: p.lastStableOffset(), logStart: p.log.LogStartOffset(),
-		leaderID: -1, leaderEp: -1}
+		leaderID: -1, leaderEp: -1, replicaInSync: params.isFollower && containsReplica(p.isr, params.replicaID)}
 	if fp.lastFetchedEpoch >= 0 {
 		ep, off := p.endOffsetForEpoch(fp.lastFetchedEpoch)
 		switch {
