@@ -399,6 +399,11 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The broker's ReplicaManager creates the replica selector (KIP-392);
+	// a controller-only node never does.
+	if err := cfg.ValidateReplicaSelector(); err != nil {
+		return err
+	}
 	// Replication throttles (replication_quotas.go), fed from the image
 	// before the replica manager applies it.
 	n.broker.replQuotas = newReplicationQuotas(cfg, n.logger.Named("replication-quotas"))
@@ -408,6 +413,7 @@ func (n *Node) start(ctx context.Context) error {
 		NodeID:        cfg.NodeID,
 		LeaderQuota:   n.broker.replQuotas.leader,
 		FollowerQuota: n.broker.replQuotas.follower,
+		RackAwareReplicaSelector: cfg.RackAwareReplicaSelection(),
 		Logs:          n.logs,
 		Now:           now,
 		Logger:        n.logger.Named("replication"),

@@ -33,6 +33,9 @@ var actedKeys = append([]string{
 	// replication throttles (quota/replication.go, broker/replication_quotas.go)
 	"replication.quota.window.num",
 	"replication.quota.window.size.seconds",
+	// racks: placement (controller/placer.go) and KIP-392 fetch from follower
+	"broker.rack",
+	"replica.selector.class",
 	"max.connections",
 	"max.connections.per.ip",
 	"max.connections.per.ip.overrides",

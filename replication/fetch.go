@@ -39,12 +39,15 @@ type partResult struct {
 	// replicaInSync: a follower's fetch, and the follower is in the ISR
 	// (shouldLeaderThrottle spares it)
 	replicaInSync bool
+	// preferred is the replica a consumer should read from instead (KIP-392,
+	// v11+), -1 for none
+	preferred int32
 }
 
 func (r *partResult) recordsLen() int64 { return r.region.Len }
 
 func errResult(part fetchPart, code int16) *partResult {
-	return &partResult{part: part, errCode: code, hw: -1, lso: -1, logStart: -1, leaderID: -1, leaderEp: -1}
+	return &partResult{part: part, errCode: code, hw: -1, lso: -1, logStart: -1, leaderID: -1, leaderEp: -1, preferred: -1}
 }
 
 // fetchParams are the request-wide parameters (FetchParams).
@@ -58,6 +61,9 @@ type fetchParams struct {
 	maxWait         time.Duration
 	minBytes        int32
 	maxBytes        int32
+	// client is the consumer's rack and listener (ClientMetadata, v11+),
+	// for the preferred read replica
+	client FetchClient
 }
 
 // FetchResult is a fetch response whose record bytes are still in segment
@@ -124,6 +130,22 @@ type FetchAuth struct {
 
 // FetchAuthorized is Fetch with authorization; a nil auth allows all.
 func (rm *ReplicaManager) FetchAuthorized(ctx context.Context, req *kmsg.FetchRequest, auth *FetchAuth) *FetchResult {
+	return rm.FetchFrom(ctx, req, auth, FetchClient{})
+}
+
+// FetchClient is what KIP-392's replica selection knows of a consumer
+// (Kafka's ClientMetadata): the rack_id of its Fetch (client.rack) and the
+// listener it came on, whose endpoints a preferred read replica must have.
+type FetchClient struct {
+	Rack     string
+	Listener string
+}
+
+// FetchFrom is FetchAuthorized for a consumer described by client: with
+// Config.RackAwareReplicaSelector, a leader answers a v11+ consumer fetch
+// whose rack has an in-sync follower (and not the leader) with that
+// follower as preferred_read_replica and no records (findPreferredReadReplica).
+func (rm *ReplicaManager) FetchFrom(ctx context.Context, req *kmsg.FetchRequest, auth *FetchAuth, client FetchClient) *FetchResult {
 	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
 		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
@@ -140,6 +162,10 @@ func (rm *ReplicaManager) FetchAuthorized(ctx context.Context, req *kmsg.FetchRe
 	}
 	if req.Version >= 3 {
 		params.maxBytes = req.MaxBytes
+	}
+	if req.Version >= 11 && !params.isFollower {
+		params.client = client
+		params.client.Rack = req.Rack
 	}
 	switch {
 	case params.isFollower:
@@ -282,7 +308,7 @@ func (rm *ReplicaManager) fetchMessages(ctx context.Context, params fetchParams,
 	}
 	var bytes int64
 	for _, r := range results {
-		if r.errCode != 0 || r.diverging != nil {
+		if r.errCode != 0 || r.diverging != nil || r.preferred >= 0 {
 			return results
 		}
 		bytes += r.recordsLen()
@@ -397,6 +423,18 @@ func (rm *ReplicaManager) read(params fetchParams, fp fetchPart, limit int32, mi
 		// A session's topic id whose name now belongs to a recreated topic.
 		return errResult(fp, kerr.InconsistentTopicID.Code)
 	}
+	if rm.cfg.RackAwareReplicaSelector && params.client.Rack != "" {
+		if id := rm.preferredReadReplica(p, params, fp.fetchOffset); id >= 0 {
+			// a preferred read-replica skips the read (readFromLog)
+			r := p.offsetSnapshot(fp)
+			if r.errCode != 0 {
+				rm.fillFetchLeader(params, r)
+			} else {
+				r.preferred = id
+			}
+			return r
+		}
+	}
 	r, follower := p.read(params, fp, min(fp.maxBytes, limit), minOne)
 	if r.errCode != 0 {
 		rm.fillFetchLeader(params, r)
@@ -438,7 +476,7 @@ func (p *Partition) read(params fetchParams, fp fetchPart, maxBytes int32, minOn
 		return errResult(fp, kerr.NotLeaderForPartition.Code), false
 	}
 	r := &partResult{part: fp, hw: p.hw.Load(), lso: p.lastStableOffset(), logStart: p.log.LogStartOffset(),
-		leaderID: -1, leaderEp: -1, replicaInSync: params.isFollower && containsReplica(p.isr, params.replicaID)}
+		leaderID: -1, leaderEp: -1, preferred: -1, replicaInSync: params.isFollower && containsReplica(p.isr, params.replicaID)}
 	if fp.lastFetchedEpoch >= 0 {
 		ep, off := p.endOffsetForEpoch(fp.lastFetchedEpoch)
 		switch {
@@ -543,6 +581,9 @@ func (rm *ReplicaManager) buildFetchResponse(req *kmsg.FetchRequest, sessionID i
 			sp.DivergingEpoch = *r.diverging
 		}
 		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = r.leaderID, r.leaderEp
+		if r.preferred >= 0 && req.Version >= 11 {
+			sp.PreferredReadReplica = r.preferred
+		}
 		if r.aborted != nil && req.Version >= 4 {
 			sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(r.aborted))
 			for i, a := range r.aborted {

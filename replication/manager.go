@@ -66,6 +66,10 @@ type Config struct {
 	// their throttled partitions out of their requests while
 	// follower.replication.throttled.rate is. Nil throttles nothing.
 	LeaderQuota, FollowerQuota ReplicaQuota
+	// RackAwareReplicaSelector is replica.selector.class=RackAwareReplicaSelector
+	// (KIP-392): a leader answers a consumer fetch (v11+) that names a rack
+	// with the in-sync replica of that rack to read from instead.
+	RackAwareReplicaSelector bool
 
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots
 	// (default 1000; negative disables sessions).
