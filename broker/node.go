@@ -410,16 +410,16 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.broker.replQuotas.onImage)
 	n.broker.replQuotas.onImage(nil, n.cache.Image())
 	n.replicas = replication.New(replication.Config{
-		NodeID:        cfg.NodeID,
-		LeaderQuota:   n.broker.replQuotas.leader,
-		FollowerQuota: n.broker.replQuotas.follower,
+		NodeID:                   cfg.NodeID,
+		LeaderQuota:              n.broker.replQuotas.leader,
+		FollowerQuota:            n.broker.replQuotas.follower,
 		RackAwareReplicaSelector: cfg.RackAwareReplicaSelection(),
-		Logs:          n.logs,
-		Now:           now,
-		Logger:        n.logger.Named("replication"),
-		TopicDefaults: cfg.TopicDefaults,
-		Controller:    requestorFunc(n.channel.Request),
-		BrokerEpoch:   func() int64 { return n.lifecycle.epoch() },
+		Logs:                     n.logs,
+		Now:                      now,
+		Logger:                   n.logger.Named("replication"),
+		TopicDefaults:            cfg.TopicDefaults,
+		Controller:               requestorFunc(n.channel.Request),
+		BrokerEpoch:              func() int64 { return n.lifecycle.epoch() },
 		LogDirByID: func(id [16]byte) (string, bool) {
 			for dir, did := range n.nc.DirectoryIDs {
 				if did == id {

@@ -25,6 +25,7 @@ package broker
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,7 +73,7 @@ func (q *replicationQuotas) onImage(_, img *metadatacache.Image) {
 		}
 		bound := quota.Unbounded
 		if ok {
-			n, err := strconv.ParseInt(v, 10, 64)
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil || n < 0 {
 				// Kafka's handler fails on it and keeps the previous bound
 				q.logger.Warn("ignoring an invalid replication throttle rate", zap.String("key", key), zap.String("value", v))

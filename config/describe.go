@@ -121,6 +121,20 @@ var BrokerQuotaKeys = []string{
 	"replica.alter.log.dirs.io.max.bytes.per.second",
 }
 
+// ValidateBrokerQuotaConfig is DynamicConfig.Broker.validate for the
+// BrokerQuotaKeys (ConfigAdminManager.validateBrokerConfigChange): a LONG of
+// at least 0. Other names are not checked here.
+func ValidateBrokerQuotaConfig(name, value string) error {
+	if !slices.Contains(BrokerQuotaKeys, name) {
+		return nil
+	}
+	parsed, err := parseType(name, value, TypeLong)
+	if err != nil {
+		return err
+	}
+	return AtLeast(0).Validate(name, value, parsed)
+}
+
 // BrokerKeyType is KafkaConfig.configType: the key's type, or for a
 // listener override (listener.name.<l>.[<mechanism>.]<key>) its base key's;
 // ok is false for keys Kafka does not define (which DescribeConfigs reports
