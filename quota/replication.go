@@ -157,12 +157,16 @@ func (q *ReplicationQuota) Rate() float64 {
 	return q.rate.measureSimple(q.window, now)
 }
 
-// expireLocked drops a rate unused for an hour
+// expireLocked drops a rate with nothing recorded for an hour
 // (ReplicationQuotaManagerConfig.INACTIVE_SENSOR_EXPIRATION_TIME_SECONDS),
-// as Kafka's expired sensor is recreated empty. q.mu must be held.
+// as Kafka's expired sensor is recreated empty; a new sensor counts as
+// recorded when it is created. q.mu must be held.
 func (q *ReplicationQuota) expireLocked(now int64) {
 	if len(q.rate.samples) > 0 && now-q.lastRecord > inactiveExpiryMs {
 		q.rate = rate{}
+	}
+	if len(q.rate.samples) == 0 {
+		q.lastRecord = now
 	}
 }
 
@@ -198,11 +202,13 @@ func ParseThrottledReplicas(v string, id int32) (partitions []int32, ok bool) {
 
 // measureSimple is SimpleRate.measure: the samples' sum over the time since
 // the oldest sample started, at least one window (so a first burst is not
-// divided by the few ms it took), per second.
+// divided by the few ms it took), per second. As SampledStat.oldest does, a
+// rate without samples starts one now: the first look at a quota starts its
+// window.
 func (r *rate) measureSimple(w Window, now int64) float64 {
 	r.purge(w, now)
 	if len(r.samples) == 0 {
-		return 0
+		r.samples = append(r.samples, sample{start: now, last: now})
 	}
 	var total float64
 	oldest := r.samples[0].start

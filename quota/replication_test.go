@@ -121,3 +121,23 @@ func TestReplicationThrottleKinds(t *testing.T) {
 		t.Fatal("kind names")
 	}
 }
+
+// The first look at a quota starts its window (SampledStat.oldest adds a
+// sample), so bytes recorded later are averaged from then.
+func TestReplicationThrottleWindowStartsAtFirstCheck(t *testing.T) {
+	now := int64(0)
+	q := NewReplicationQuota(FollowerReplication, DefaultWindow, func() int64 { return now })
+	q.SetBound(100)
+	if q.IsQuotaExceeded() {
+		t.Fatal("exceeded before anything was recorded")
+	}
+	now = 3000
+	q.Record(300)
+	if q.IsQuotaExceeded() {
+		t.Fatalf("300 B over the 3 s since the first check exceeds 100 B/s (rate %v)", q.Rate())
+	}
+	q.Record(1)
+	if !q.IsQuotaExceeded() {
+		t.Fatalf("301 B over 3 s does not exceed 100 B/s (rate %v)", q.Rate())
+	}
+}
