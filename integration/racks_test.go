@@ -33,7 +33,7 @@ func TestRackAwareFetchFromFollower(t *testing.T) {
 		metricsAddr[id] = "127.0.0.1:" + strconv.Itoa(freePorts(t, 1)[0])
 	}
 	c := StartCluster(t, ClusterOptions{Combined: 1, Brokers: 2,
-		Overrides: map[string]string{"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+		Overrides:     map[string]string{"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
 		NodeOverrides: func(id int32) map[string]string { return map[string]string{"broker.rack": racks[id]} },
 		NodeEnv:       func(id int32) []string { return []string{"KGO_METRICS_ADDR=" + metricsAddr[id]} },
 	})
