@@ -62,7 +62,10 @@ func (q *replicationQuotas) all() []*quota.ReplicationQuota {
 
 // onImage is an image subscriber: it sets the bounds and the throttled
 // partitions from the image's configs.
-func (q *replicationQuotas) onImage(_, img *metadatacache.Image) {
+func (q *replicationQuotas) onImage(prev, img *metadatacache.Image) {
+	if ch := img.Changes(); prev != nil && !ch.Full && !ch.Configs {
+		return // only configs (and a snapshot) change the throttles
+	}
 	perBroker := metadatacache.ConfigResource{Type: metadatacache.ConfigResourceBroker, Name: strconv.Itoa(int(q.nodeID))}
 	clusterDefault := metadatacache.ConfigResource{Type: metadatacache.ConfigResourceBroker}
 	for _, rq := range q.all() {
