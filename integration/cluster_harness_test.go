@@ -43,6 +43,9 @@ type ClusterOptions struct {
 	Brokers     int // process.roles=broker
 	// Overrides apply to every node (after the generated properties).
 	Overrides map[string]string
+	// NodeOverrides, when set, adds node id's own overrides after
+	// Overrides (broker.rack, say).
+	NodeOverrides func(id int32) map[string]string
 	// Env is added to every node's environment (KGO_LOG_LEVEL=debug, say).
 	Env []string
 	// NodeEnv, when set, adds node id's own variables after Env (a
@@ -225,6 +228,11 @@ func newClusterBroker(t testing.TB, n *ClusterNode, o ClusterOptions, ports []in
 	}
 	for k, v := range o.Overrides {
 		ov[k] = v
+	}
+	if o.NodeOverrides != nil {
+		for k, v := range o.NodeOverrides(n.ID) {
+			ov[k] = v
+		}
 	}
 	b := &Broker{
 		t:       t,

@@ -58,6 +58,19 @@ type Config struct {
 	// targetLogDirectoryId), else to the least loaded dir.
 	LogDirByID func(id [16]byte) (string, bool)
 
+	// LeaderQuota and FollowerQuota are the replication throttles
+	// (QuotaFactory's leader and follower ReplicationQuotaManagers,
+	// quota.ReplicationQuota): the leader leaves the throttled partitions
+	// of out-of-sync followers out of its answers while
+	// leader.replication.throttled.rate is exceeded; the fetchers leave
+	// their throttled partitions out of their requests while
+	// follower.replication.throttled.rate is. Nil throttles nothing.
+	LeaderQuota, FollowerQuota ReplicaQuota
+	// RackAwareReplicaSelector is replica.selector.class=RackAwareReplicaSelector
+	// (KIP-392): a leader answers a consumer fetch (v11+) that names a rack
+	// with the in-sync replica of that rack to read from instead.
+	RackAwareReplicaSelector bool
+
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots
 	// (default 1000; negative disables sessions).
 	FetchSessionCacheSlots int
@@ -65,6 +78,23 @@ type Config struct {
 	// from eviction (Kafka: 120 s).
 	FetchSessionEviction time.Duration
 }
+
+// ReplicaQuota is Kafka's ReplicaQuota: which partitions a replication
+// throttle covers, whether its rate is above the bound, and the bytes to
+// count (quota.ReplicationQuota). Its methods take no lock of this package
+// and may be called holding any.
+type ReplicaQuota interface {
+	IsThrottled(topic string, partition int32) bool
+	IsQuotaExceeded() bool
+	Record(bytes int64)
+}
+
+// unthrottled is the ReplicaQuota of no throttle.
+type unthrottled struct{}
+
+func (unthrottled) IsThrottled(string, int32) bool { return false }
+func (unthrottled) IsQuotaExceeded() bool          { return false }
+func (unthrottled) Record(int64)                   {}
 
 // ReplicaManager holds the partitions this node has replicas of and serves
 // produce, fetch and offset requests on them (Kafka's ReplicaManager). See
@@ -107,6 +137,12 @@ func New(cfg Config) *ReplicaManager {
 	}
 	if cfg.FetchSessionEviction == 0 {
 		cfg.FetchSessionEviction = 120 * time.Second
+	}
+	if cfg.LeaderQuota == nil {
+		cfg.LeaderQuota = unthrottled{}
+	}
+	if cfg.FollowerQuota == nil {
+		cfg.FollowerQuota = unthrottled{}
 	}
 	rm := &ReplicaManager{
 		cfg:        cfg,
