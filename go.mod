@@ -3,6 +3,7 @@ module github.com/kgo-broker/kgo-broker
 go 1.26.8
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/golang/snappy v1.0.0
 	github.com/klauspost/compress v1.20.4

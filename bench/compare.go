@@ -121,6 +121,13 @@ func runRep(ctx context.Context, s settings, tmp string, rep int, rp *report) er
 				return err
 			}
 			waitQuiet(ctx, s, rp, maps.Values(brokers))
+			if sc.Kind == "rate" {
+				// Half of what Kafka reached in this repetition's gen run (Kafka
+				// runs it before or after kgo-broker: the latest result).
+				if rs := rp.Results[sc.RateOf][kafka]; len(rs) > 0 && rs[len(rs)-1].OK {
+					sc.Rate = rs[len(rs)-1].RecPerSec * sc.RatePct / 100
+				}
+			}
 			r := runScenario(ctx, s, sc, rep, brokers[k], others(k))
 			rp.Results[sc.ID][k] = append(rp.Results[sc.ID][k], r)
 			logResult(rep, sc, k, r)

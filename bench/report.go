@@ -288,6 +288,31 @@ func renderMarkdown(rp *report) string {
 	}
 	w("\nLatency is the perf tool's send-to-ack latency with throttling off, so it includes time queued in the producer's buffer (a saturation latency, not an idle one). Producer defaults otherwise (batch.size 16384, linger.ms 5); acks=1 runs set enable.idempotence=false, acks=all runs enable.idempotence=true. Payload MB as the tool counts them (MiB).\n\n")
 
+	// The Go load generator.
+	hasGen := false
+	for _, sc := range rp.Scenarios {
+		hasGen = hasGen || sc.Kind == "gen" || sc.Kind == "rate"
+	}
+	if hasGen {
+		w("## Load generator (franz-go, bench/loadgen.go)\n\n")
+		w("| Scenario | Kafka rec/s | kgo rec/s | Kafka MB/s | kgo MB/s | throughput kgo/kafka | Kafka p50 / p99 / p99.9 ms | kgo p50 / p99 / p99.9 ms | p99 kgo/kafka | Kafka CPU s/GB | kgo CPU s/GB | CPU kgo/kafka |\n")
+		w("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, sc := range rp.Scenarios {
+			if sc.Kind != "gen" && sc.Kind != "rate" {
+				continue
+			}
+			a, g := summarize(rp.Results[sc.ID][kafka]), summarize(rp.Results[sc.ID][kgo])
+			title := sc.Title + " × " + itoa(sc.Records)
+			if sc.Kind == "rate" {
+				title = fmt.Sprintf("%s, %.0f s", sc.Title, sc.RateSeconds)
+			}
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				title, cell(a, a.Rec), cell(g, g.Rec), fmtNum(a.MB), fmtNum(g.MB), fmtRatio(ratio(g.Rec, a.Rec)),
+				lat3(a), lat3(g), fmtRatio(ratio(g.P99, a.P99)), fmtNum(a.CPUGB), fmtNum(g.CPUGB), fmtRatio(ratio(g.CPUGB, a.CPUGB)))
+		}
+		w("\ngen rows: 4 franz-go producers (one client and connection set each, linger 0, batches up to 1 MiB, 64 Ki records buffered each, no compression) over 32 partitions, as fast as the broker acknowledges; latency is send to acknowledgement, buffering included. rate rows: one producer offering a constant rate (half of Kafka's records/s in the 1 KiB or 100 B gen row of the same repetition, or the default when Kafka has none) with a franz-go consumer attached; latency is end to end, from each record's intended send time to its consumption (no coordinated omission). HDR histograms, 3 significant digits. The generator runs in the bench process; its CPU is not the broker's.\n\n")
+	}
+
 	// Transactions.
 	hasTxn := false
 	for _, sc := range rp.Scenarios {
@@ -458,20 +483,25 @@ func renderChart(s settings, rp *report, out string) error {
 	defer os.RemoveAll(dir)
 	var tput, lat, rat strings.Builder
 	short := func(sc scenario) string {
-		t := strings.NewReplacer("produce ", "", " idem", "", " flush.messages=1", " fsync", " (consumer-perf-test, group)", " group",
+		t := strings.NewReplacer("produce ", "", " ×4 producers (franz-go)", " gen", "gen ", "", " idem", "", " flush.messages=1", " fsync", " (consumer-perf-test, group)", " group",
 			" (franz-go, assigned, no group)", " franz-go", "consume ", "consume\\n", "fetch ", "fetch\\n").Replace(sc.Title)
 		return t
 	}
 	for _, sc := range rp.Scenarios {
 		a, g := summarize(rp.Results[sc.ID][kafka]), summarize(rp.Results[sc.ID][kgo])
 		switch sc.Kind {
-		case "produce", "consume", "fetch":
+		case "produce", "consume", "fetch", "gen":
 			fmt.Fprintf(&tput, "\"%s\"\t%s\t%s\n", short(sc), gp(a.MB), gp(g.MB))
 			fmt.Fprintf(&rat, "\"%s\\nMB/s\"\t%s\n", strings.Replace(short(sc), " acks", "\\nacks", 1), gp(ratio(g.MB, a.MB)))
 		}
 		switch sc.Kind {
 		case "produce":
 			fmt.Fprintf(&lat, "\"%s\"\t%s\t%s\n", short(sc), gp(a.P99), gp(g.P99))
+		case "gen":
+			fmt.Fprintf(&lat, "\"%s\"\t%s\t%s\n", short(sc), gp(a.P99), gp(g.P99))
+		case "rate":
+			fmt.Fprintf(&lat, "\"rate e2e p99\\n(%s)\"\t%s\t%s\n", sizeTitle(sc.Size), gp(a.P99), gp(g.P99))
+			fmt.Fprintf(&rat, "\"rate e2e\\np99 %s\"\t%s\n", sizeName(sc.Size), gp(ratio(g.P99, a.P99)))
 		case "e2e":
 			fmt.Fprintf(&lat, "\"e2e avg\\n(1 KiB)\"\t%s\t%s\n", gp(a.Avg), gp(g.Avg))
 			fmt.Fprintf(&rat, "\"e2e avg\\nlatency\"\t%s\n", gp(ratio(g.Avg, a.Avg)))

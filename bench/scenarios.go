@@ -44,6 +44,16 @@ type scenario struct {
 	// SSL runs the tool against the SSL listener with the test truststore
 	// (--command-config; tls.go).
 	SSL bool
+	// Clients is the number of producers of a gen or rate scenario (the Go
+	// load generator, loadgen.go).
+	Clients int
+	// RateOf and RatePct: a rate scenario offers RatePct percent of the
+	// records/s Apache Kafka reached in scenario RateOf in the same
+	// repetition (Rate when Kafka has no result), for RateSeconds.
+	RateOf      string
+	RatePct     float64
+	Rate        float64
+	RateSeconds float64
 }
 
 func sizeName(n int) string {
@@ -108,6 +118,30 @@ func scenarios(s settings) []scenario {
 		scenario{ID: "ssl-consume-1k-p8", Kind: "consume", Title: "consume 1 KiB p=8 over SSL (consumer-perf-test, group)",
 			Size: 1024, Parts: 8, Records: s.Records1K, Source: "ssl-produce-1k-acks1-p8", SSL: true},
 	)
+	// The Go load generator: 4 producers pipelining over 32 partitions, to
+	// saturate the broker rather than one Java client; then a constant rate
+	// of half what Kafka reached, with a consumer attached, for end-to-end
+	// latency at a load both sustain (OpenMessaging Benchmark style).
+	rateSecs := 30.0
+	if s.Quick {
+		rateSecs = 10
+	}
+	for _, size := range []int{1024, 100} {
+		n := s.Records1K * 2
+		if size == 100 {
+			n = s.Records100 * 2
+		}
+		gen := fmt.Sprintf("gen-%s-acks1-p32-c4", sizeName(size))
+		out = append(out,
+			scenario{ID: gen, Kind: "gen", Title: fmt.Sprintf("gen %s acks=1 p=32 ×4 producers (franz-go)", sizeTitle(size)),
+				Size: size, Acks: "1", Parts: 32, Clients: 4, Records: n},
+			scenario{ID: fmt.Sprintf("rate-%s-p8", sizeName(size)), Kind: "rate",
+				Title: fmt.Sprintf("constant rate %s acks=1 p=8, 50%% of Kafka's gen maximum, e2e (franz-go)", sizeTitle(size)),
+				Size: size, Acks: "1", Parts: 8, Clients: 1, RateOf: gen, RatePct: 50,
+				Rate: map[int]float64{1024: 20000, 100: 50000}[size], RateSeconds: rateSecs})
+	}
+	out = append(out, scenario{ID: "gen-1k-acksall-p32-c4", Kind: "gen", Title: "gen 1 KiB acks=all idem p=32 ×4 producers (franz-go)",
+		Size: 1024, Acks: "all", Parts: 32, Clients: 4, Records: s.Records1K * 2})
 	if s.Only != nil {
 		keep := out[:0]
 		for _, sc := range out {
@@ -300,7 +334,7 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 	var r result
 	topic := topicName(sc, rep)
 	switch sc.Kind {
-	case "produce", "e2e", "txn":
+	case "produce", "e2e", "txn", "gen", "rate":
 		if err := createTopic(ctx, b, topic, sc.Parts, sc.Configs); err != nil {
 			r.NA = "error: " + err.Error()
 			return r
@@ -380,6 +414,28 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 		if err == nil {
 			r.RecPerSec = float64(n) / tr.Wall
 			r.MBPerSec = float64(bytes) / tr.Wall / (1 << 20)
+		}
+	case "gen", "rate":
+		o := genOpts{Addr: b.Addr, Topic: topic, Size: sc.Size, Acks: sc.Acks, Clients: sc.Clients,
+			Records: sc.Records, Timeout: s.ToolTimeout}
+		if sc.Kind == "rate" {
+			o.Rate, o.Consume = sc.Rate, true
+			o.Records = int64(sc.Rate * sc.RateSeconds)
+		}
+		t0 := time.Now()
+		g, err := runGen(ctx, o)
+		tr = toolRun{Wall: time.Since(t0).Seconds(), Err: err}
+		r.Bytes = float64(g.Bytes)
+		if err == nil {
+			r.RecPerSec = float64(g.Records) / g.Wall.Seconds()
+			r.MBPerSec = float64(g.Bytes) / g.Wall.Seconds() / (1 << 20)
+			h := g.Ack
+			if sc.Kind == "rate" {
+				h = g.E2E
+				r.Note = fmt.Sprintf("offered %.0f rec/s", sc.Rate)
+			}
+			r.AvgMs, r.MaxMs = h.Mean()/1000, float64(h.Max())/1000
+			r.P50, r.P99, r.P999 = ms(h, 50), ms(h, 99), ms(h, 99.9)
 		}
 	case "e2e":
 		tr = runTool(ctx, s, s.ToolTimeout, "kafka-e2e-latency.sh", "--bootstrap-server", b.Addr, "--topic", topic,

@@ -30,6 +30,15 @@ package broker
 //     allowance; a throttled fetch answers no partitions with
 //     throttle_time_ms (FetchContext.getThrottledResponse). Followers are
 //     exempt.
+//   - Fetch from follower (KIP-392, v11+): a consumer may fetch from any
+//     replica, up to its high watermark; with replica.selector.class=
+//     RackAwareReplicaSelector a leader answers a consumer whose rack_id
+//     has an in-sync follower (and not the leader) with that follower as
+//     preferred_read_replica and no records (replication/preferred.go).
+//   - Replication throttles (KIP-73, replication_quotas.go): a follower out
+//     of the ISR gets no records for partitions in the topic's
+//     leader.replication.throttled.replicas while
+//     leader.replication.throttled.rate is exceeded.
 //   - This is the client listeners' Fetch; the CONTROLLER listener's (KRaft's)
 //     is registered in controller_apis.go.
 //
@@ -77,7 +86,7 @@ func handleFetch(ctx context.Context, b *Broker, req *protocol.Request) (protoco
 			auth = &replication.FetchAuth{Topic: func(name string) bool { return b.authorize(req, opRead, resTopic, name) }}
 		}
 	}
-	res := b.replicas.FetchAuthorized(ctx, r, auth)
+	res := b.replicas.FetchFrom(ctx, r, auth, replication.FetchClient{Listener: req.Listener})
 	if r.Version >= 16 {
 		var leaders []int32
 		for _, t := range res.Resp.Topics {

@@ -149,7 +149,21 @@ func (b *Broker) brokerConfigEntries(img *metadatacache.Image, o describeOpts) [
 			}
 		}
 	}
+	// Kafka's current config is rebuilt from the static, cluster default
+	// and per-broker dynamic configs (DynamicBrokerConfig.updateCurrentConfig),
+	// so dynamic keys KafkaConfig does not define, such as
+	// leader.replication.throttled.rate, are among its originals.
+	for _, m := range []map[string]string{perBroker, clusterDefaults} {
+		for name := range m {
+			if _, set := originals[name]; !set {
+				if _, known := config.Lookup(name); !known {
+					names = append(names, name)
+				}
+			}
+		}
+	}
 	slices.Sort(names)
+	names = slices.Compact(names)
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, name := range names {
 		if !o.want(name) {

@@ -27,15 +27,11 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/kgo-broker/kgo-broker/config"
-	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -156,29 +152,4 @@ func (b *Broker) configuredLogDir(abs string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// alterLogDirsRateKey throttles the copies of replicas moving between log
-// dirs (Kafka's QuotaConfig: a dynamic broker config, Long.MAX_VALUE by
-// default).
-const alterLogDirsRateKey = "replica.alter.log.dirs.io.max.bytes.per.second"
-
-// alterLogDirsRate resolves alterLogDirsRateKey as Kafka does for a dynamic
-// broker config: this broker's dynamic value, the cluster-wide default, then
-// the static config when the key is one kgo-broker knows; 0 (unthrottled)
-// otherwise.
-func alterLogDirsRate(cfg *config.Config, img *metadatacache.Image) float64 {
-	if img != nil {
-		for _, m := range []map[string]string{img.BrokerConfig(cfg.NodeID), img.DefaultBrokerConfig()} {
-			if v, ok := m[alterLogDirsRateKey]; ok {
-				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-					return f
-				}
-			}
-		}
-	}
-	if config.IsKnownKey(alterLogDirsRateKey) {
-		return float64(cfg.Long(alterLogDirsRateKey))
-	}
-	return 0
 }

@@ -175,6 +175,16 @@ func clusterAuthFailed(req *protocol.Request) kmsg.Response {
 		r.ErrorCode, r.ErrorMessage = code, msg
 	case *kmsg.ListPartitionReassignmentsResponse:
 		r.ErrorCode, r.ErrorMessage = code, msg
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		out := errorResponse(req.Msg, code).(*kmsg.AlterPartitionAssignmentsResponse)
+		out.SetVersion(req.Version)
+		out.ErrorMessage = msg
+		for i := range out.Topics {
+			for j := range out.Topics[i].Partitions {
+				out.Topics[i].Partitions[j].ErrorMessage = msg
+			}
+		}
+		*r = *out
 	case *kmsg.ElectLeadersResponse:
 		out := errorResponse(req.Msg, code).(*kmsg.ElectLeadersResponse)
 		out.SetVersion(req.Version)

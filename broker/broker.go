@@ -72,6 +72,9 @@ type Broker struct {
 	// quotas are the client quota managers (quotas.go); nil in tests
 	// that build a Broker by hand.
 	quotas *clientQuotas
+	// replQuotas are the replication throttles (replication_quotas.go);
+	// nil in tests
+	replQuotas *replicationQuotas
 
 	// logLevels are the loggers' run-time levels (broker_loggers.go);
 	// nil when the process's levels are fixed.

@@ -198,29 +198,6 @@ func TestTelemetrySubscriptionID(t *testing.T) {
 	}
 }
 
-func TestAlterPartitionReassignmentsFromImage(t *testing.T) {
-	b := apiTestBroker(t)
-	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
-	req.AllowReplicationFactorChange = false
-	part := func(p int32, replicas ...int32) kmsg.AlterPartitionAssignmentsRequestTopicPartition {
-		return kmsg.AlterPartitionAssignmentsRequestTopicPartition{Partition: p, Replicas: replicas}
-	}
-	req.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{
-		part(0, 1), {Partition: 0}, {Partition: 0, Replicas: []int32{}}, part(0, 5), part(1, 1, 1), part(0, 1, 2), part(1, 1, 2), part(9, 1),
-	}}}
-	resp := call[*kmsg.AlterPartitionAssignmentsResponse](t, b, "PLAINTEXT", req, 1)
-	want := []int16{0, kerr.NoReassignmentInProgress.Code, kerr.InvalidReplicaAssignment.Code, kerr.InvalidReplicaAssignment.Code,
-		kerr.InvalidReplicaAssignment.Code, kerr.InvalidReplicationFactor.Code, kerr.UnsupportedVersion.Code, kerr.UnknownTopicOrPartition.Code}
-	for i, p := range resp.Topics[0].Partitions {
-		if p.ErrorCode != want[i] {
-			t.Errorf("partition entry %d (%d): error %d, want %d (%v)", i, p.Partition, p.ErrorCode, want[i], p.ErrorMessage)
-		}
-	}
-	if resp.AllowReplicationFactorChange {
-		t.Error("allow_replication_factor_change not echoed")
-	}
-}
-
 func TestDescribeClientQuotasFromImage(t *testing.T) {
 	b := apiTestBroker(t)
 	alice := "alice"

@@ -11,7 +11,8 @@ package broker
 //	            controller/assigndirs.go), BrokerRegistration v0-4, BrokerHeartbeat v0-2, UnregisterBroker v0,
 //	            AllocateProducerIds v0, CreateTopics v2-7, DeleteTopics v1-6,
 //	            CreatePartitions v0-3, IncrementalAlterConfigs v0-1,
-//	            AlterConfigs v0-2, ListPartitionReassignments v0, UpdateFeatures v0-2,
+//	            AlterConfigs v0-2, AlterPartitionReassignments v0-1 and
+//	            ListPartitionReassignments v0 (45_/46_ files), UpdateFeatures v0-2,
 //	            UnregisterController v0 (KIP-1223), ElectLeaders v0-2,
 //	            AlterClientQuotas v0-1 (controller/quotas.go),
 //	            ControllerRegistration v0 (KIP-919; controller_registration.go
@@ -41,7 +42,7 @@ func init() {
 	}
 	for _, api := range []struct{ key, min, max int16 }{
 		{56, 2, 3}, {62, 0, 4}, {63, 0, 2}, {64, 0, 0}, {67, 0, 0},
-		{19, 2, 7}, {20, 1, 6}, {37, 0, 3}, {44, 0, 1}, {33, 0, 2}, {46, 0, 0}, {57, 0, 2},
+		{19, 2, 7}, {20, 1, 6}, {37, 0, 3}, {44, 0, 1}, {33, 0, 2}, {57, 0, 2},
 		{70, 0, 0}, {51, 0, 0}, {94, 0, 0}, {73, 0, 0}, {43, 0, 2},
 	} {
 		regKey(api.key, api.min, api.max, onController, handleControllerAPI)

@@ -60,6 +60,7 @@ var controllerClusterOps = map[int16]authorizer.Operation{
 	94: opAlter,         // UnregisterController
 	49: opAlterConfigs,  // AlterClientQuotas
 	60: opAlter,         // DescribeCluster: on a controller it needs ALTER
+	45: opAlter,         // AlterPartitionReassignments
 	46: opDescribe,      // ListPartitionReassignments
 	43: opAlter,         // ElectLeaders
 }

@@ -317,6 +317,8 @@ func notController(resp kmsg.Response) bool {
 		code = r.ErrorCode
 	case *kmsg.ListPartitionReassignmentsResponse:
 		code = r.ErrorCode
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		code = r.ErrorCode
 	case *kmsg.ElectLeadersResponse:
 		code = r.ErrorCode
 		for _, t := range r.Topics {

@@ -7,11 +7,13 @@ package broker
 //
 //	CreateTopics v2-7, DeleteTopics v1-6, CreatePartitions v0-3,
 //	IncrementalAlterConfigs v0-1, AlterConfigs v0-2,
-//	ListPartitionReassignments v0, DescribeQuorum v0-2, UpdateFeatures v0-2,
+//	DescribeQuorum v0-2, UpdateFeatures v0-2,
 //	AlterUserScramCredentials v0, AlterClientQuotas v0-1, AddRaftVoter v0-1,
 //	RemoveRaftVoter v0 (KIP-853: kafka-metadata-quorum.sh add-controller /
 //	remove-controller with --bootstrap-server), UnregisterController v0
-//	(KIP-1223), ElectLeaders v0-2 (43_elect_leaders.go).
+//	(KIP-1223), ElectLeaders v0-2 (43_elect_leaders.go),
+//	AlterPartitionReassignments v0-1 and ListPartitionReassignments v0
+//	(45_alter_partition_reassignments.go, 46_list_partition_reassignments.go).
 //
 // These are the forwardable APIs (forwardableKeys, ApiKeys.forwardable in
 // Kafka 4.4) that kgo-broker's controller serves; CreateAcls and DeleteAcls
@@ -21,10 +23,9 @@ package broker
 // forwarded the same way whenever the CONTROLLER listener serves them (it
 // does: 64_unregister_broker.go and the KIP-853 files), answered on the
 // broker as Kafka's controller answers with the capability off otherwise.
-// Kafka also forwards the delegation token APIs and
-// AlterPartitionReassignments; a
-// kgo-broker broker answers those itself, with Kafka's answers for the
-// capability off (their files say which).
+// Kafka also forwards the delegation token APIs; a kgo-broker broker
+// answers those itself, with Kafka's answers for the capability off
+// (their files say which).
 // Kafka's broker also advertises a forwardable API's versions intersected
 // with the active controller's (ApiVersionsResponse.intersectForwardableApis);
 // kgo-broker advertises its own ranges, which Kafka 4.4's controller serves
@@ -61,7 +62,6 @@ func init() {
 	regKey(37, 0, 3, onBroker, handleForwarded) // CreatePartitions
 	// IncrementalAlterConfigs (44): 44_incremental_alter_configs.go forwards
 	// all but the BROKER_LOGGER resources.
-	regKey(46, 0, 0, onBroker, handleForwarded) // ListPartitionReassignments
 	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
 	regKey(57, 0, 2, onBroker, handleForwarded) // UpdateFeatures
 	regKey(51, 0, 0, onBroker, handleForwarded) // AlterUserScramCredentials (controller/scram.go)
@@ -144,6 +144,21 @@ func errorResponse(r kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		// AlterPartitionReassignmentsRequest.getErrorResponse
+		out := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+		out.ErrorCode = code
+		out.AllowReplicationFactorChange = req.Version < 1 || req.AllowReplicationFactorChange
+		for _, t := range req.Topics {
+			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+		}
 	case *kmsg.ElectLeadersRequest:
 		out := resp.(*kmsg.ElectLeadersResponse)
 		out.ErrorCode = code

@@ -151,6 +151,14 @@ var (
 	}
 )
 
+// kafka.server:type=LeaderReplication|FollowerReplication|AlterLogDirsReplication
+// byte-rate (ReplicationQuotaManager's sensors, replication_quotas.go).
+var descReplicationByteRate = [...]*prometheus.Desc{
+	desc("kafka_server_leaderreplication_byte_rate", "Bytes per second of throttled partitions sent to followers (LeaderReplication byte-rate)."),
+	desc("kafka_server_followerreplication_byte_rate", "Bytes per second of throttled partitions fetched from leaders (FollowerReplication byte-rate)."),
+	desc("kafka_server_alterlogdirsreplication_byte_rate", "Bytes per second moved between log dirs (AlterLogDirsReplication byte-rate)."),
+}
+
 // Describe implements prometheus.Collector.
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessagesIn, descBytesIn, descBytesOut,
@@ -162,6 +170,9 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descQuotaMetrics {
 		ch <- d[0]
 		ch <- d[1]
+	}
+	for _, d := range descReplicationByteRate {
+		ch <- d
 	}
 }
 
@@ -208,6 +219,11 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(descQuotaMetrics[i][0], st.Rate, st.User, st.ClientID)
 				gauge(descQuotaMetrics[i][1], st.ThrottleTimeMs, st.User, st.ClientID)
 			}
+		}
+	}
+	if q := n.broker.replQuotas; q != nil {
+		for i, rq := range q.all() {
+			gauge(descReplicationByteRate[i], rq.Rate())
 		}
 	}
 	if n.raft != nil {

@@ -422,15 +422,28 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The broker's ReplicaManager creates the replica selector (KIP-392);
+	// a controller-only node never does.
+	if err := cfg.ValidateReplicaSelector(); err != nil {
+		return err
+	}
+	// Replication throttles (replication_quotas.go), fed from the image
+	// before the replica manager applies it.
+	n.broker.replQuotas = newReplicationQuotas(cfg, n.logger.Named("replication-quotas"))
+	n.cache.Subscribe(n.broker.replQuotas.onImage)
+	n.broker.replQuotas.onImage(nil, n.cache.Image())
 	var dirAssign *dirAssigner
 	n.replicas = replication.New(replication.Config{
-		NodeID:        cfg.NodeID,
-		Logs:          n.logs,
-		Now:           now,
-		Logger:        n.logger.Named("replication"),
-		TopicDefaults: cfg.TopicDefaults,
-		Controller:    requestorFunc(n.channel.Request),
-		BrokerEpoch:   func() int64 { return n.lifecycle.epoch() },
+		NodeID:                   cfg.NodeID,
+		LeaderQuota:              n.broker.replQuotas.leader,
+		FollowerQuota:            n.broker.replQuotas.follower,
+		RackAwareReplicaSelector: cfg.RackAwareReplicaSelection(),
+		Logs:                     n.logs,
+		Now:                      now,
+		Logger:                   n.logger.Named("replication"),
+		TopicDefaults:            cfg.TopicDefaults,
+		Controller:               requestorFunc(n.channel.Request),
+		BrokerEpoch:              func() int64 { return n.lifecycle.epoch() },
 		LogDirByID: func(id [16]byte) (string, bool) {
 			for dir, did := range n.nc.DirectoryIDs {
 				if did == id {
@@ -446,7 +459,7 @@ func (n *Node) start(ctx context.Context) error {
 				dirAssign.rescan()
 			}
 		},
-		AlterLogDirsRate: func() float64 { return alterLogDirsRate(cfg, n.cache.Image()) },
+		AlterLogDirsQuota: n.broker.replQuotas.alterLogDirs,
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)

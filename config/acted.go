@@ -32,6 +32,12 @@ var actedKeys = append([]string{
 	"quota.window.size.seconds",
 	"controller.quota.window.num",
 	"controller.quota.window.size.seconds",
+	// replication throttles (quota/replication.go, broker/replication_quotas.go)
+	"replication.quota.window.num",
+	"replication.quota.window.size.seconds",
+	// racks: placement (controller/placer.go) and KIP-392 fetch from follower
+	"broker.rack",
+	"replica.selector.class",
 	"max.connections",
 	"max.connections.per.ip",
 	"max.connections.per.ip.overrides",

@@ -7,6 +7,7 @@ package config
 import (
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -108,6 +109,32 @@ func BrokerConfigSynonyms(name string) []string {
 	return []string{name}
 }
 
+// BrokerQuotaKeys are QuotaConfig.brokerQuotaConfigs: LONG broker keys
+// (bytes per second, at least 0, default Long.MAX_VALUE) that can only be
+// set dynamically, per broker or as the cluster default. KafkaConfig does
+// not define them, so a server.properties value is ignored, and
+// DescribeConfigs lists them only when set, read-only (they are not in
+// DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS), as Kafka does.
+var BrokerQuotaKeys = []string{
+	"leader.replication.throttled.rate",
+	"follower.replication.throttled.rate",
+	"replica.alter.log.dirs.io.max.bytes.per.second",
+}
+
+// ValidateBrokerQuotaConfig is DynamicConfig.Broker.validate for the
+// BrokerQuotaKeys (ConfigAdminManager.validateBrokerConfigChange): a LONG of
+// at least 0. Other names are not checked here.
+func ValidateBrokerQuotaConfig(name, value string) error {
+	if !slices.Contains(BrokerQuotaKeys, name) {
+		return nil
+	}
+	parsed, err := parseType(name, value, TypeLong)
+	if err != nil {
+		return err
+	}
+	return AtLeast(0).Validate(name, value, parsed)
+}
+
 // BrokerKeyType is KafkaConfig.configType: the key's type, or for a
 // listener override (listener.name.<l>.[<mechanism>.]<key>) its base key's;
 // ok is false for keys Kafka does not define (which DescribeConfigs reports
@@ -115,6 +142,9 @@ func BrokerConfigSynonyms(name string) []string {
 func BrokerKeyType(name string) (Type, bool) {
 	if k, ok := brokerIndex[name]; ok {
 		return k.Type, true
+	}
+	if slices.Contains(BrokerQuotaKeys, name) {
+		return TypeLong, true // configTypeExact: DynamicConfig.Broker's keys
 	}
 	if listenerConfigRE.MatchString(name) {
 		if k, ok := brokerIndex[BrokerConfigSynonyms(name)[1]]; ok {

@@ -119,6 +119,18 @@ func renderConfigDoc() string {
 	p("  which then needs CLUSTER_ACTION (as a super user or by an ACL), as with Kafka.\n")
 	p("- `allow.everyone.if.no.acl.found` (default false): allow a request on a resource no ACL\n")
 	p("  applies to. Only the value `true` (any case, trimmed) enables it, as Kafka reads it.\n\n")
+	p("**Replication throttles (KIP-73).** Dynamic broker keys only, per broker or cluster-wide\n")
+	p("(`kafka-configs.sh --entity-type brokers --entity-name <id> | --entity-default --alter --add-config ...`),\n")
+	p("long, bytes per second, default unbounded; Kafka's KafkaConfig does not define them, so a\n")
+	p("server.properties value is ignored (as Kafka ignores it) and they are not in the tables below:\n\n")
+	p("- `leader.replication.throttled.rate`: what a leader sends out-of-sync followers for the replicas\n")
+	p("  in the topics' `leader.replication.throttled.replicas` (`*` or `partition:broker` pairs);\n")
+	p("- `follower.replication.throttled.rate`: what a follower fetches for its out-of-sync replicas in\n")
+	p("  `follower.replication.throttled.replicas`;\n")
+	p("- `replica.alter.log.dirs.io.max.bytes.per.second`: what the copies of replicas moving between\n")
+	p("  log dirs (AlterReplicaLogDirs, KIP-113) move together.\n\n")
+	p("The rates are measured over `replication.quota.window.num` windows of\n")
+	p("`replication.quota.window.size.seconds` (Kafka's SimpleRate).\n\n")
 
 	table := func(acted bool) {
 		p("| Key | Type | Default | Valid values | Importance |\n|---|---|---|---|---|\n")

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
@@ -219,6 +220,16 @@ func (c *Controller) validateConfigChange(s *state, res configResource, recs []m
 }
 
 func (c *Controller) validateBrokerConfigs(recs []metadatacache.Record) *apiError {
+	for _, r := range recs {
+		// The replication throttle rates are LONG >= 0
+		// (DynamicConfig.Broker.validate; Kafka's forwarding broker answers
+		// INVALID_REQUEST with the message, KAFKA-13609).
+		if cr := r.(*metadatacache.ConfigRecord); cr.Value != nil {
+			if err := config.ValidateBrokerQuotaConfig(cr.Name, *cr.Value); err != nil {
+				return newAPIError(kerr.InvalidRequest, "%s", err.Error())
+			}
+		}
+	}
 	if c.cfg.ValidateBrokerConfig == nil {
 		return nil
 	}

@@ -308,6 +308,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.allocateProducerIDs(ctx, r), nil
 	case *kmsg.ListPartitionReassignmentsRequest:
 		return c.listPartitionReassignments(r), nil
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return c.alterPartitionReassignments(ctx, r), nil
 	case *kmsg.AlterPartitionRequest:
 		return c.alterPartition(ctx, r), nil
 	case *kmsg.AssignReplicasToDirsRequest:
@@ -702,6 +704,8 @@ func notController(req kmsg.Request) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		resp.ErrorCode = code
 		return resp
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return alterReassignmentsError(r, bareAPIError(kerr.NotController))
 	case *kmsg.AlterPartitionRequest:
 		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 		resp.ErrorCode = code

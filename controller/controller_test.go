@@ -639,6 +639,8 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		{res(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", kmsg.IncrementalAlterConfigOpAppend, "1"), "t=INVALID_CONFIG: Can't APPEND to key retention.ms because its type is not LIST."},
 		{res(kmsg.ConfigResourceTypeBroker, "9", "log.retention.ms", kmsg.IncrementalAlterConfigOpSet, "1"), "9=BROKER_ID_NOT_REGISTERED: No node with id 9 found."},
 		{res(kmsg.ConfigResourceTypeBroker, "x", "log.retention.ms", kmsg.IncrementalAlterConfigOpSet, "1"), "x=INVALID_REQUEST: Unable to parse broker name as a base 10 number."},
+		{res(kmsg.ConfigResourceTypeBroker, "1", "leader.replication.throttled.rate", kmsg.IncrementalAlterConfigOpSet, "abc"), "1=INVALID_REQUEST: Invalid value abc for configuration leader.replication.throttled.rate: Not a number of type LONG"},
+		{res(kmsg.ConfigResourceTypeBroker, "", "follower.replication.throttled.rate", kmsg.IncrementalAlterConfigOpSet, "-1"), "=INVALID_REQUEST: Invalid value -1 for configuration follower.replication.throttled.rate: Value must be at least 0"},
 	} {
 		if got := do(false, tc.r); got[0] != tc.want {
 			t.Errorf("got %q\nwant %q", got[0], tc.want)

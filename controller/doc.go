@@ -7,7 +7,8 @@
 // v0-3, IncrementalAlterConfigs v0-1, AlterConfigs v0-2 (TOPIC and BROKER
 // resources), BrokerRegistration v0-4, BrokerHeartbeat v0-2,
 // UnregisterBroker v0, AllocateProducerIds v0, AlterPartition v2-3,
-// ListPartitionReassignments v0 (always empty), UpdateFeatures v0-2
+// AlterPartitionReassignments v0-1 and ListPartitionReassignments v0
+// (reassign.go, KIP-455), UpdateFeatures v0-2
 // (updatefeatures.go), ControllerRegistration v0 (controllers.go, KIP-919),
 // AlterUserScramCredentials v0 (scram.go), AlterClientQuotas v0-1
 // (quotas.go, ClientQuotaControlManager), ElectLeaders v0-2
@@ -53,7 +54,11 @@
 // takes the first active replica in the ISR; PREFERRED (ElectLeaders, the
 // periodic balancing) first tries the first replica; UNCLEAN
 // (unclean.leader.election.enable, ElectLeaders) falls back to any active
-// replica, making it the ISR alone, RECOVERING.
+// replica, making it the ISR alone, RECOVERING. Before electing, any change
+// completes a partition reassignment in progress once every target replica
+// is in the ISR (reassign.go: KIP-455, AlterPartitionReassignments and
+// ListPartitionReassignments); a change that drops a replica from the
+// replica set bumps the leader epoch.
 //
 // # Eligible leader replicas (KIP-966)
 //

@@ -68,10 +68,11 @@ const (
 	electUnclean
 )
 
-// changeBuilder is PartitionChangeBuilder without reassignment (kgo-broker
-// has none): from a partition's state and the targets a decision sets, the
-// PartitionChangeRecord that moves it there, with the leader election and,
-// when eligible.leader.replicas.version is 1, the ELR rules of KIP-966.
+// changeBuilder is PartitionChangeBuilder: from a partition's state and the
+// targets a decision sets, the PartitionChangeRecord that moves it there,
+// with the completion of a reassignment (KIP-455; reassign.go), the leader
+// election and, when eligible.leader.replicas.version is 1, the ELR rules
+// of KIP-966.
 type changeBuilder struct {
 	mv      int16
 	topicID [16]byte
@@ -90,6 +91,16 @@ type changeBuilder struct {
 
 	targetIsr, targetElr, targetLastKnownElr []int32
 	targetLRS                                int8
+
+	// targetReplicas, targetAdding and targetRemoving are the replica set
+	// and the reassignment in progress (PartitionReassignmentReplicas)
+	// the record moves the partition to; nil keeps the partition's.
+	targetReplicas, targetAdding, targetRemoving []int32
+	// dirs is the log dir of each current replica
+	// (DirectoryId.createAssignmentMap); a replica not in it gets
+	// defaultDir's (ClusterDescriber.defaultDir).
+	dirs       map[int32][16]byte
+	defaultDir func(broker int32) [16]byte
 }
 
 // newChangeBuilder starts a change of partition pid of t with every target
@@ -102,7 +113,28 @@ func (s *state) newChangeBuilder(mv int16, t *topicState, pid int32, p *partitio
 		minISR: s.effectiveMinISR(t), elr: s.elrEnabled(), uncleanShutdown: -1,
 		targetIsr: p.isr, targetElr: p.elr, targetLastKnownElr: p.lastKnownElr,
 		targetLRS: p.leaderRecoveryState,
+		// the replicas and the reassignment stay the partition's (nil)
+		dirs: assignmentMap(p), defaultDir: s.defaultDir,
 	}
+}
+
+// currentDirs is the partition's directories, one per replica: MIGRATING
+// for each when it has none (PartitionRegistration's default).
+func currentDirs(p *partitionState) [][16]byte {
+	if len(p.directories) == len(p.replicas) {
+		return p.directories
+	}
+	return make([][16]byte, len(p.replicas))
+}
+
+// assignmentMap is DirectoryId.createAssignmentMap: replica -> log dir.
+func assignmentMap(p *partitionState) map[int32][16]byte {
+	dirs := currentDirs(p)
+	m := make(map[int32][16]byte, len(p.replicas))
+	for i, r := range p.replicas {
+		m[r] = dirs[i]
+	}
+	return m
 }
 
 // validLeader is isValidNewLeader: in the target ISR, or in the target ELR
@@ -122,7 +154,7 @@ func (b *changeBuilder) canElectLastKnownLeader() bool {
 // elect is electLeader: the new leader (-1: none) and whether the election
 // is unclean.
 func (b *changeBuilder) elect() (int32, bool) {
-	replicas := b.p.replicas
+	replicas := b.targetReplicas
 	if b.election == electPreferred && len(replicas) > 0 && b.validLeader(replicas[0]) {
 		return replicas[0], false
 	}
@@ -187,6 +219,20 @@ func (b *changeBuilder) build() *metadatacache.PartitionChangeRecord {
 	rec.SetVersion(partitionChangeRecordVersion(b.mv))
 	rec.TopicID, rec.PartitionID = b.topicID, b.pid
 
+	if b.targetReplicas == nil {
+		b.targetReplicas = p.replicas
+	}
+	if b.targetAdding == nil {
+		b.targetAdding = p.adding
+	}
+	if b.targetRemoving == nil {
+		b.targetRemoving = p.removing
+	}
+	if b.dirs == nil {
+		b.dirs = assignmentMap(p)
+	}
+	b.completeReassignment()
+
 	b.populateTargetElr()
 
 	// tryElection
@@ -203,6 +249,13 @@ func (b *changeBuilder) build() *metadatacache.PartitionChangeRecord {
 				rec.LeaderRecoveryState = leaderRecovering
 			}
 		}
+	}
+
+	// triggerLeaderEpochBumpForReplicaReassignmentIfNeeded: a replica
+	// leaving the replica set must see a new leader epoch (it stops
+	// fetching; the others stop counting it).
+	if rec.Leader == metadatacache.NoLeaderChange && !containsAll(b.targetReplicas, p.replicas) {
+		rec.Leader = p.leader
 	}
 
 	// maybeUpdateRecordElr
@@ -227,21 +280,81 @@ func (b *changeBuilder) build() *metadatacache.PartitionChangeRecord {
 	// maybeUpdateLastKnownLeader
 	if b.elr {
 		switch {
-		case rec.Leader == -1 && len(p.lastKnownElr) == 0:
+		case rec.Leader == -1 && p.leader >= 0 && len(p.lastKnownElr) == 0:
 			rec.LastKnownElr = []int32{p.leader}
 		case rec.Leader >= 0 && len(p.lastKnownElr) > 0:
 			rec.LastKnownElr = []int32{}
 		}
 	}
 
+	b.setAssignmentChanges(rec)
+
 	if b.targetLRS != p.leaderRecoveryState {
 		rec.LeaderRecoveryState = b.targetLRS
 	}
 	if rec.Isr == nil && rec.EligibleLeaderReplicas == nil && rec.LastKnownElr == nil &&
-		rec.Leader == metadatacache.NoLeaderChange && rec.LeaderRecoveryState == -1 {
+		rec.Leader == metadatacache.NoLeaderChange && rec.LeaderRecoveryState == -1 &&
+		rec.Replicas == nil && rec.AddingReplicas == nil && rec.RemovingReplicas == nil && rec.Directories == nil {
 		return nil
 	}
 	return rec
+}
+
+// completeReassignment is completeReassignmentIfNeeded
+// (PartitionReassignmentReplicas.maybeCompleteReassignment): once every
+// replica of the target assignment (the replicas without the removing
+// ones) is in the target ISR, and that ISR keeps at least one member that
+// is not being removed, the replicas become the target assignment, the
+// removing replicas leave the ISR and the reassignment ends.
+func (b *changeBuilder) completeReassignment() {
+	if len(b.targetAdding) == 0 && len(b.targetRemoving) == 0 {
+		return
+	}
+	isr, replicas := b.targetIsr, b.targetReplicas
+	if len(b.targetRemoving) > 0 {
+		isr = withoutAll(isr, b.targetRemoving)
+		replicas = withoutAll(replicas, b.targetRemoving)
+		if len(isr) == 0 || len(replicas) == 0 {
+			return
+		}
+	}
+	if !containsAll(isr, replicas) {
+		return
+	}
+	b.targetIsr, b.targetReplicas = isr, replicas
+	b.targetAdding, b.targetRemoving = []int32{}, []int32{}
+}
+
+// setAssignmentChanges is PartitionChangeBuilder.setAssignmentChanges: the
+// record's Replicas, Directories (from metadata.version 3.7-IV2: the
+// current replicas keep theirs, a new one gets the broker's default dir),
+// RemovingReplicas and AddingReplicas where they change.
+func (b *changeBuilder) setAssignmentChanges(rec *metadatacache.PartitionChangeRecord) {
+	p := b.p
+	if len(b.targetReplicas) > 0 {
+		if directoryAssignmentSupported(b.mv) {
+			dirs := make([][16]byte, len(b.targetReplicas))
+			for i, r := range b.targetReplicas {
+				d, ok := b.dirs[r]
+				if !ok && b.defaultDir != nil {
+					d = b.defaultDir(r)
+				}
+				dirs[i] = d
+			}
+			if !slices.Equal(dirs, currentDirs(p)) {
+				rec.Directories = dirs
+			}
+		}
+		if !equalInt32s(b.targetReplicas, p.replicas) {
+			rec.Replicas = append([]int32{}, b.targetReplicas...)
+		}
+	}
+	if !equalInt32s(b.targetRemoving, p.removing) {
+		rec.RemovingReplicas = append([]int32{}, b.targetRemoving...)
+	}
+	if !equalInt32s(b.targetAdding, p.adding) {
+		rec.AddingReplicas = append([]int32{}, b.targetAdding...)
+	}
 }
 
 // union is the members of a then those of b not in a, ascending (the order
@@ -273,6 +386,17 @@ func without(xs []int32, x int32) []int32 {
 	for _, y := range xs {
 		if y != x {
 			out = append(out, y)
+		}
+	}
+	return out
+}
+
+// withoutAll is xs without the members of drop, in order.
+func withoutAll(xs, drop []int32) []int32 {
+	out := make([]int32, 0, len(xs))
+	for _, x := range xs {
+		if !contains(drop, x) {
+			out = append(out, x)
 		}
 	}
 	return out

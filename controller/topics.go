@@ -14,9 +14,8 @@ import (
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
-// CreateTopics (19) v2-7, DeleteTopics (20) v1-6, CreatePartitions (37) v0-3
-// and ListPartitionReassignments (46) v0, as Kafka's ControllerApis and
-// ReplicationControlManager answer them.
+// CreateTopics (19) v2-7, DeleteTopics (20) v1-6 and CreatePartitions (37)
+// v0-3, as Kafka's ControllerApis and ReplicationControlManager answer them.
 
 // maxRecordsPerUserOp bounds the records one request may produce
 // (QuorumController.MAX_RECORDS_PER_USER_OP); beyond it the whole request
@@ -618,12 +617,4 @@ func (c *Controller) createPartitionsFor(s *state, mv int16, t kmsg.CreatePartit
 		recs = append(recs, newPartitionRecord(s, mv, id, cur+int32(i), replicas))
 	}
 	return recs, nil
-}
-
-// listPartitionReassignments answers ListPartitionReassignments: this
-// controller never reassigns, so the list is always empty.
-func (c *Controller) listPartitionReassignments(req *kmsg.ListPartitionReassignmentsRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	resp.Topics = []kmsg.ListPartitionReassignmentsResponseTopic{}
-	return resp
 }

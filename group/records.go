@@ -112,9 +112,16 @@ func (r *fr) nstr() *string       { return r.r.CompactNullableString() }
 func (r *fr) arr() int32          { return r.r.CompactArrayLen() }
 func (r *fr) bytes() []byte       { return r.r.CompactBytes() }
 func (r *fr) uuid() (id [16]byte) { copy(id[:], r.r.Span(16)); return }
+// skipTags skips a tagged-field section. Each tag takes at least two
+// bytes, so a count beyond what is left is a bad record, not a loop of
+// four billion reads past its end.
 func (r *fr) skipTags() {
 	n := r.r.Uvarint()
-	for i := uint32(0); i < n; i++ {
+	if int64(n) > int64(len(r.r.Src)) {
+		r.r.Span(len(r.r.Src) + 1) // fails the reader
+		return
+	}
+	for i := uint32(0); i < n && r.r.Ok(); i++ {
 		r.r.Uvarint()
 		size := r.r.Uvarint()
 		r.r.Span(int(size))

@@ -43,15 +43,18 @@ type ClusterOptions struct {
 	Brokers     int // process.roles=broker
 	// Overrides apply to every node (after the generated properties).
 	Overrides map[string]string
+	// NodeOverrides, when set, adds node id's own overrides after
+	// Overrides (broker.rack, say).
+	NodeOverrides func(id int32) map[string]string
 	// Env is added to every node's environment (KGO_LOG_LEVEL=debug, say).
 	Env []string
 	// NodeEnv, when set, adds node id's own variables after Env (a
 	// per-node control file, say).
 	NodeEnv func(id int32) []string
-	// NodeOverrides, when set, adds node id's own properties after
-	// Overrides; dir is the node's directory (its DataDir is dir/data),
+	// NodeDirOverrides, when set, adds node id's own properties after
+	// NodeOverrides; dir is the node's directory (its DataDir is dir/data),
 	// e.g. a second log dir under it.
-	NodeOverrides func(id int32, dir string) map[string]string
+	NodeDirOverrides func(id int32, dir string) map[string]string
 	// NoWait returns before the nodes are ready.
 	NoWait bool
 	// FormatArgs, when set, formats every node with `format -t <cluster id>
@@ -231,7 +234,12 @@ func newClusterBroker(t testing.TB, n *ClusterNode, o ClusterOptions, ports []in
 		ov[k] = v
 	}
 	if o.NodeOverrides != nil {
-		for k, v := range o.NodeOverrides(n.ID, dir) {
+		for k, v := range o.NodeOverrides(n.ID) {
+			ov[k] = v
+		}
+	}
+	if o.NodeDirOverrides != nil {
+		for k, v := range o.NodeDirOverrides(n.ID, dir) {
 			ov[k] = v
 		}
 	}

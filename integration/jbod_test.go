@@ -31,7 +31,7 @@ func jbodCluster(t *testing.T, overrides map[string]string) (*Cluster, string, s
 	c := StartCluster(t, ClusterOptions{
 		Combined:  3,
 		Overrides: overrides,
-		NodeOverrides: func(id int32, dir string) map[string]string {
+		NodeDirOverrides: func(id int32, dir string) map[string]string {
 			if id != 1 {
 				return nil
 			}
@@ -101,7 +101,7 @@ func setDiskMode(t *testing.T, ctl, mode string) {
 	time.Sleep(diskFaultSettle)
 }
 
-func produceTo(ctx context.Context, cl *kgo.Client, topic string, p int32, value string) error {
+func jbodProduce(ctx context.Context, cl *kgo.Client, topic string, p int32, value string) error {
 	r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}
 	return cl.ProduceSync(ctx, r).FirstErr()
 }
@@ -139,7 +139,7 @@ func TestJBODLogDirFailure(t *testing.T) {
 		return nil
 	})
 	for p := range int32(6) {
-		if err := produceTo(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("before-%d", p)); err != nil {
+		if err := jbodProduce(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("before-%d", p)); err != nil {
 			t.Fatalf("produce to %d: %v", p, err)
 		}
 	}
@@ -155,7 +155,7 @@ func TestJBODLogDirFailure(t *testing.T) {
 	// The first write under data2 fails; the producer retries
 	// KAFKA_STORAGE_ERROR until the leadership has moved.
 	for _, p := range failed {
-		if err := produceTo(ctxT(t, 60*time.Second), cl, topic, p, fmt.Sprintf("after-%d", p)); err != nil {
+		if err := jbodProduce(ctxT(t, 60*time.Second), cl, topic, p, fmt.Sprintf("after-%d", p)); err != nil {
 			t.Fatalf("produce to partition %d of the failed dir: %v\n%s", p, err, n1.LogTail(30))
 		}
 	}
@@ -193,7 +193,7 @@ func TestJBODLogDirFailure(t *testing.T) {
 	}
 	// The healthy dir's partitions are still led and written by node 1.
 	for _, p := range healthy {
-		if err := produceTo(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("after-%d", p)); err != nil {
+		if err := jbodProduce(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("after-%d", p)); err != nil {
 			t.Fatalf("produce to healthy partition %d: %v", p, err)
 		}
 	}
@@ -246,7 +246,7 @@ func TestJBODLogDirFailure(t *testing.T) {
 		t.Errorf("node 1 did not start with data2 offline:\n%s", n1.LogTail(30))
 	}
 	for _, p := range failed {
-		if err := produceTo(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("again-%d", p)); err != nil {
+		if err := jbodProduce(ctxT(t, 30*time.Second), cl, topic, p, fmt.Sprintf("again-%d", p)); err != nil {
 			t.Fatalf("produce to partition %d with node 1's dir still failed: %v", p, err)
 		}
 	}

@@ -82,6 +82,7 @@ const (
 	JWKS             Rank = 1070 // security.JWTValidator.mu
 	QuotaSensor      Rank = 1080 // quota.sensor.mu (one client's rate)
 	ConnQuotas       Rank = 1081 // quota.ConnectionQuotas.mu (connection counts; waited on for a free slot)
+	ReplicationQuota Rank = 1082 // quota.ReplicationQuota.mu (a replication throttle's rate)
 	LogLevels        Rank = 1090 // logging.Levels.mu (the loggers' run-time levels)
 )
 
@@ -114,6 +115,7 @@ var names = map[Rank]string{
 	ClientCalls: "protocol.Client.mu (a leaf)", Lifecycle: "broker.lifecycle.mu (a leaf)",
 	TxnVerifier: "broker.txnVerifier.mu (a leaf)", InflightTopics: "broker.inflightTopics.mu (a leaf)",
 	JWKS: "security.JWTValidator.mu (a leaf)", LogLevels: "logging.Levels.mu (a leaf)",
+	ReplicationQuota: "quota.ReplicationQuota.mu (a leaf)",
 }
 
 // IsLeaf reports whether r is a leaf: nothing may be taken while holding it.

@@ -95,8 +95,9 @@ func (c *Cache) Image() *Image {
 // publication is one published image and the one it replaced.
 type publication struct{ old, new *Image }
 
-// Subscribe registers fn to be called after each publish, in publish order,
-// with the previous and the new image. fn runs on the goroutine calling
+// Subscribe registers fn to be called after each publish that changed
+// something (new.Changes() says what), in publish order, with the previous
+// and the new image. fn runs on the goroutine calling
 // Apply/LoadSnapshot/Flush, before that call returns, after the cache
 // released its lock (so fn may do I/O and take its own locks without
 // ordering them after the cache's), and must not call Apply, LoadSnapshot,
@@ -142,7 +143,12 @@ func (c *Cache) publish(img *Image) {
 		c.notify = nil
 	}
 	c.notifyMu.Unlock()
-	c.mu.published = append(c.mu.published, publication{old: old, new: img})
+	// An image that changes nothing but its offset (the controller's
+	// NoOpRecord batches) wakes WaitForOffset but is not handed to the
+	// subscribers: there is nothing for them to do.
+	if !img.changes.Empty() {
+		c.mu.published = append(c.mu.published, publication{old: old, new: img})
+	}
 }
 
 // deliver calls the subscribers for every queued publication, in order.
@@ -318,6 +324,7 @@ func (c *Cache) LoadSnapshot(b Batch) error {
 		}
 	}
 	img := bld.build()
+	img.changes = Changes{Full: true}
 	img.Offset, img.Epoch, img.AppendTimeMs = b.LastOffset, b.Epoch, b.AppendTimeMs
 	c.mu.lastOffset = b.LastOffset
 	c.mu.started = true

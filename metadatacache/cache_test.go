@@ -371,7 +371,8 @@ func TestTransactions(t *testing.T) {
 	if img.Offset != 21 || img.TopicByName("baz") == nil {
 		t.Fatalf("after abort: offset %d", img.Offset)
 	}
-	if !slices.Equal(seen, []int64{12, 18, 21}) {
+	// The aborted transaction changed nothing: subscribers are not told.
+	if !slices.Equal(seen, []int64{12, 18}) {
 		t.Fatalf("published offsets %v", seen)
 	}
 	// Misplaced markers are replay errors.
@@ -637,5 +638,58 @@ func TestSubscribersRunOutsideTheCacheLock(t *testing.T) {
 	}
 	if fmt.Sprint(offsets) != "[0 1 2]" {
 		t.Fatalf("delivered %v", offsets)
+	}
+}
+
+func TestChanges(t *testing.T) {
+	c := bootstrap(t)
+	var got []*Image
+	c.Subscribe(func(old, new *Image) { got = append(got, new) })
+	base := c.Image().Offset
+
+	// NoOpRecords advance the offset and wake waiters but reach no subscriber.
+	applyAt(t, c, base+1, &NoOpRecord{}, &NoOpRecord{})
+	if err := c.WaitForOffset(context.Background(), base+2); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 || !c.Image().Changes().Empty() {
+		t.Fatalf("a NoOp batch was delivered: %d", len(got))
+	}
+
+	newID := uuidN(0x81)
+	leader := change(fooID, 1)
+	leader.Leader = 1
+	applyAt(t, c, base+3,
+		&TopicRecord{Name: "new", TopicID: newID}, partition(newID, 0, 1),
+		leader,
+		cfg(ConfigResourceBroker, "", "log.retention.ms", strp("1000")),
+	)
+	if len(got) != 1 {
+		t.Fatalf("%d deliveries", len(got))
+	}
+	ch := got[0].Changes()
+	if ch.Full || !ch.Configs || ch.Brokers || ch.Features || len(ch.Topics) != 2 {
+		t.Fatalf("changes %+v", ch)
+	}
+	if tc := ch.Topics[newID]; tc == nil || !tc.Created || tc.Removed || len(tc.Partitions) != 1 {
+		t.Fatalf("new topic changes %+v", tc)
+	}
+	if tc := ch.Topics[fooID]; tc == nil || tc.Created || tc.Removed || len(tc.Partitions) != 1 {
+		t.Fatalf("foo changes %+v", tc)
+	} else if _, ok := tc.Partitions[1]; !ok {
+		t.Fatalf("foo changes %+v", tc)
+	}
+
+	// Each image's changes are its own, not its base's.
+	applyAt(t, c, base+7, &RemoveTopicRecord{TopicID: newID})
+	ch = got[1].Changes()
+	if len(ch.Topics) != 1 || !ch.Topics[newID].Removed || ch.Topics[newID].Created || !ch.Configs {
+		t.Fatalf("changes after remove %+v", ch)
+	}
+	if err := c.LoadSnapshot(Batch{LastOffset: base + 10, Records: []Record{&NoOpRecord{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !got[2].Changes().Full {
+		t.Fatalf("snapshot load: %d deliveries", len(got))
 	}
 }

@@ -202,6 +202,9 @@ type Image struct {
 	scram  map[ScramKey]*ScramCredential
 	acls   map[[16]byte]*ACL
 	tokens map[string]*DelegationToken
+
+	// changes is what this image changed from the one published before it.
+	changes Changes
 }
 
 // EmptyImage returns an image with no metadata, at offset -1.

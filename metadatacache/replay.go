@@ -39,15 +39,20 @@ type builder struct {
 
 	ownTopic  map[[16]byte]bool
 	ownConfig map[ConfigResource]bool
+
+	// changes is what the records replayed so far changed from the base.
+	changes Changes
 }
 
 func newBuilder(base *Image) *builder {
 	img := *base
+	img.changes = Changes{}
 	return &builder{img: &img}
 }
 
 func (b *builder) build() *Image {
 	img := b.img
+	img.changes = b.changes
 	b.img = nil
 	return img
 }
@@ -107,6 +112,12 @@ func (b *builder) mutableTopic(t *Topic) *Topic {
 	return nt
 }
 
+// setPartition stores p as partition p.ID of t (in the builder's copy).
+func (b *builder) setPartition(t *Topic, p *Partition) {
+	b.mutableTopic(t).Partitions[p.ID] = p
+	b.changes.partition(t.ID, p.ID)
+}
+
 func (b *builder) configs() map[ConfigResource]map[string]string {
 	if !b.ownConfigs {
 		b.img.configs = cloneMap(b.img.configs)
@@ -148,9 +159,18 @@ func (b *builder) tokens() map[string]*DelegationToken {
 	return b.img.tokens
 }
 
-// replay applies one record. On error the image is unchanged. Transaction
-// markers are the Cache's business and are ignored here.
+// replay applies one record and notes what it changed. On error the image
+// is unchanged. Transaction markers are the Cache's business and are
+// ignored here.
 func (b *builder) replay(rec Record) error {
+	if err := b.applyRecord(rec); err != nil {
+		return err
+	}
+	b.noteChange(rec)
+	return nil
+}
+
+func (b *builder) applyRecord(rec Record) error {
 	switch r := rec.(type) {
 	case *FeatureLevelRecord:
 		// FeaturesDelta.replay: level 0 removes the feature.
@@ -201,6 +221,7 @@ func (b *builder) replay(rec Record) error {
 		b.img.topicsByID[r.TopicID] = t
 		b.img.topicsByName[r.Name] = t
 		b.ownTopic[r.TopicID] = true
+		b.changes.topic(r.TopicID).Created = true
 	case *PartitionRecord:
 		return b.replayPartition(r)
 	case *PartitionChangeRecord:
@@ -216,6 +237,7 @@ func (b *builder) replay(rec Record) error {
 			delete(b.img.topicsByName, t.Name)
 		}
 		delete(b.ownTopic, r.TopicID)
+		b.changes.topic(r.TopicID).Removed = true
 		// MetadataDelta.replay(RemoveTopicRecord) also deletes the topic's configs.
 		res := ConfigResource{ConfigResourceTopic, t.Name}
 		if _, ok := b.img.configs[res]; ok {
@@ -459,7 +481,7 @@ func (b *builder) replayPartition(r *PartitionRecord) error {
 		Elr:                 cloneInts(r.EligibleLeaderReplicas),
 		LastKnownElr:        cloneInts(r.LastKnownElr),
 	}
-	b.mutableTopic(t).Partitions[r.PartitionID] = p
+	b.setPartition(t, p)
 	return nil
 }
 
@@ -513,7 +535,7 @@ func (b *builder) replayPartitionChange(r *PartitionChangeRecord) error {
 		np.LastKnownElr = cloneInts(r.LastKnownElr)
 	}
 	np.PartitionEpoch = cur.PartitionEpoch + 1
-	b.mutableTopic(t).Partitions[r.PartitionID] = &np
+	b.setPartition(t, &np)
 	return nil
 }
 
@@ -540,7 +562,7 @@ func (b *builder) replayClearElr(r *ClearElrRecord) error {
 			np := *p
 			np.Elr, np.LastKnownElr = []int32{}, []int32{}
 			np.PartitionEpoch++
-			b.mutableTopic(t).Partitions[p.ID] = &np
+			b.setPartition(t, &np)
 		}
 	}
 	return nil

@@ -46,6 +46,16 @@
 // every user of client C shares C's rate). A rate unused for an hour is
 // dropped.
 //
+// # Replication throttles (KIP-73, ReplicationQuotaManager)
+//
+// A ReplicationQuota is one byte rate (leader, follower or alter-log-dirs
+// replication) with a set of throttled partitions. Its rate is Kafka's
+// SimpleRate: the samples' sum over the time since the oldest sample
+// started, at least one window, without the padding to samples-1 windows
+// above; the first look at the quota starts a sample. The replication code
+// asks IsThrottled and IsQuotaExceeded before moving a throttled
+// partition's bytes and Records what it moved, never refused.
+//
 // # Locks
 //
 // A ClientManager has one lock (its quotas and its sensor map; read-held on
@@ -53,5 +63,6 @@
 // manager's read lock, and is a leaf. ConnectionQuotas has one lock, a
 // leaf: Admit waits for a free slot without it (on a channel closed when a
 // connection is released), and EnforceMax closes connections after
-// releasing it.
+// releasing it. A ReplicationQuota has one lock, a leaf; its throttled set
+// is read without it (an atomic pointer to a map replaced whole).
 package quota

@@ -5,8 +5,8 @@ package replication
 // AlterLogDir(tp, dir): the LogManager creates a future log in dir
 // (storage/future.go) and a mover goroutine copies the partition's current
 // log into it, chunk by chunk (storage.CatchUpFuture: read from the current
-// log, appended as a follower appends), throttled to
-// replica.alter.log.dirs.io.max.bytes.per.second when set. Once the future
+// log, appended as a follower appends), throttled by the alter-log-dirs
+// replication quota (replica.alter.log.dirs.io.max.bytes.per.second). Once the future
 // log has caught up, the mover takes the partition's lock (Partition.mu: no
 // append runs while it is held, as Kafka's leaderIsrUpdateLock), copies what
 // is left, and has the LogManager swap the future log in
@@ -20,7 +20,6 @@ package replication
 
 import (
 	"errors"
-	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -150,6 +149,7 @@ func (rm *ReplicaManager) move(tp storage.TopicPartition) {
 			_ = fl.DeleteFutureLog(tp)
 			return
 		}
+		rm.throttleMove()
 		n, caughtUp, err := storage.CatchUpFuture(cur, fut, moveChunk)
 		if err != nil {
 			if cur.Offline() {
@@ -163,7 +163,7 @@ func (rm *ReplicaManager) move(tp storage.TopicPartition) {
 			continue
 		}
 		copied += int64(n)
-		rm.throttleMove(n)
+		rm.cfg.AlterLogDirsQuota.Record(int64(n))
 		if !caughtUp {
 			if n == 0 {
 				rm.sleep(movePoll)
@@ -216,29 +216,19 @@ func (rm *ReplicaManager) promote(p *Partition, cur, fut *storage.Log) (done boo
 	return false, nil
 }
 
-// throttleMove sleeps so that the copies of every move together stay within
-// replica.alter.log.dirs.io.max.bytes.per.second (Config.AlterLogDirsRate;
-// unset or Long.MAX_VALUE: unthrottled), as Kafka's one
-// ReplicationQuotaManager(AlterLogDirs) delays the future replicas' fetches:
-// each copied chunk reserves n/rate on a timeline the movers share
-// (moveThrottle, unix nanoseconds), and its mover sleeps until its slot ends.
-func (rm *ReplicaManager) throttleMove(n int) {
-	if n <= 0 || rm.cfg.AlterLogDirsRate == nil {
-		return
-	}
-	rate := rm.cfg.AlterLogDirsRate()
-	if rate <= 0 || rate >= math.MaxInt64 {
-		return
-	}
-	cost := int64(float64(n) / rate * float64(time.Second))
-	now := rm.now().UnixNano()
-	for {
-		prev := rm.moveThrottle.Load()
-		end := max(prev, now) + cost
-		if rm.moveThrottle.CompareAndSwap(prev, end) {
-			rm.sleep(time.Duration(end - now))
+// throttleMove waits while the alter-log-dirs replication quota is
+// exceeded (Config.AlterLogDirsQuota: quota.ReplicationQuota bounded by
+// replica.alter.log.dirs.io.max.bytes.per.second, one for every move, as
+// Kafka's ReplicaAlterLogDirsThread leaves its partitions out of a fetch
+// while ReplicationQuotaManager(ALTER_LOG_DIRS_REPLICATION) is exceeded).
+func (rm *ReplicaManager) throttleMove() {
+	for rm.cfg.AlterLogDirsQuota.IsQuotaExceeded() {
+		select {
+		case <-rm.closed:
 			return
+		default:
 		}
+		rm.sleep(movePoll)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 
 // TestAlterLogDir (KIP-113): a replica's log moves from /d1 to /d2 while it
 // is served: DescribeLogDirs shows the future replica in /d2 (is_future,
-// its lag) during the copy, which the rate limit stretches to about a
+// its lag) during the copy, which an exceeded quota holds back for a
 // second; then the log is in /d2 with every record, the partition serves
 // from it, and OnLogMoved reports it.
 func TestAlterLogDir(t *testing.T) {
@@ -26,7 +26,7 @@ func TestAlterLogDir(t *testing.T) {
 	moved := make(chan storage.TopicPartition, 1)
 	rm := New(Config{NodeID: 1, Logs: logs, Now: time.Now,
 		OnLogMoved:       func(tp storage.TopicPartition) { moved <- tp },
-		AlterLogDirsRate: func() float64 { return 40 << 10 }})
+		AlterLogDirsQuota: &holdQuota{until: time.Now().Add(time.Second)}})
 	defer rm.Close()
 	cache := metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
 	cache.Subscribe(rm.OnImage)
@@ -80,8 +80,8 @@ func TestAlterLogDir(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the move did not finish")
 	}
-	if took := time.Since(start); took < 500*time.Millisecond {
-		t.Errorf("40 KB moved in %v at 40 KiB/s", took)
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("moved in %v while the quota was exceeded", took)
 	}
 	if dir, _ := logs.LogDirOf(tp); dir != "/d2" {
 		t.Fatalf("after the move the log is in %s", dir)
@@ -97,3 +97,10 @@ func TestAlterLogDir(t *testing.T) {
 		t.Fatal("future log left")
 	}
 }
+
+// holdQuota is an alter-log-dirs quota exceeded until a time.
+type holdQuota struct{ until time.Time }
+
+func (q *holdQuota) IsThrottled(string, int32) bool { return true }
+func (q *holdQuota) IsQuotaExceeded() bool         { return time.Now().Before(q.until) }
+func (q *holdQuota) Record(int64)                  {}

@@ -57,6 +57,8 @@ type rcluster struct {
 	// fetchVersion is the Fetch version leaders serve (17 when 0); below
 	// 12 there are no diverging epochs (a pre-KIP-320 leader).
 	fetchVersion int16
+	// configure, when set, adjusts each node's Config as it starts.
+	configure func(cfg *Config)
 	// netFault, when set, decides the fate of each message between nodes
 	// (to 0: the controller): delayed, the request lost, or the answer
 	// lost after the request took effect.
@@ -113,7 +115,14 @@ func testReplicationConfig() ReplicationConfig {
 
 func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 	t.Helper()
-	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg,
+	return newClusterConfigured(t, n, rcfg, nil)
+}
+
+// newClusterConfigured is newCluster with configure applied to each node's
+// Config.
+func newClusterConfigured(t *testing.T, n int, rcfg ReplicationConfig, configure func(cfg *Config)) *rcluster {
+	t.Helper()
+	c := &rcluster{t: t, nodes: map[int32]*rcNode{}, rcfg: rcfg, configure: configure,
 		ctrl: metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})}
 	for id := int32(1); id <= int32(n); id++ {
 		nd := &rcNode{id: id, logs: newMemLogs()}
@@ -146,8 +155,12 @@ func newCluster(t *testing.T, n int, rcfg ReplicationConfig) *rcluster {
 func (c *rcluster) startNode(nd *rcNode) {
 	id := nd.id
 	cache := metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
-	rm := New(Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
-		BrokerEpoch: nd.epoch.Load})
+	cfg := Config{NodeID: id, Logs: nd.logs, Now: time.Now, Controller: ctrlRequestor{c: c, from: id},
+		BrokerEpoch: nd.epoch.Load}
+	if c.configure != nil {
+		c.configure(&cfg)
+	}
+	rm := New(cfg)
 	cache.Subscribe(rm.OnImage)
 	c.mu.Lock()
 	// replay the metadata so far: the controller's, or another node's

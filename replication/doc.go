@@ -194,6 +194,20 @@
 // transaction.partition.verification.enable; without a verifier nothing is
 // verified. The verifier is called holding no lock.
 //
+// # Replication throttles and fetch from follower
+//
+// Config.LeaderQuota and FollowerQuota (KIP-73, quota.ReplicationQuota):
+// the leader answers an out-of-sync follower's partition in
+// leader.replication.throttled.replicas with no records while the leader
+// rate is exceeded (shouldLeaderThrottle; DelayedFetch does not count those
+// bytes) and records the bytes of every throttled partition it sends; a
+// fetcher leaves its throttled partitions that are not caught up (lag > 0)
+// out of its requests while the follower rate is exceeded, sleeping
+// replica.fetch.backoff.ms when nothing else is left, and records what it
+// appends for them (fetch.go, fetcher.go). Consumers may fetch from any
+// replica from v11; with Config.RackAwareReplicaSelector the leader names a
+// preferred read replica in the consumer's rack (KIP-392, preferred.go).
+//
 // # Purgatory
 //
 // Kafka parks a produce with acks=all (DelayedProduce) and a fetch that has

@@ -36,12 +36,18 @@ type partResult struct {
 	// aborted are the aborted transactions of a read_committed read
 	// (non-nil, maybe empty, when the read found its segment); nil otherwise
 	aborted []storage.AbortedTxn
+	// replicaInSync: a follower's fetch, and the follower is in the ISR
+	// (shouldLeaderThrottle spares it)
+	replicaInSync bool
+	// preferred is the replica a consumer should read from instead (KIP-392,
+	// v11+), -1 for none
+	preferred int32
 }
 
 func (r *partResult) recordsLen() int64 { return r.region.Len }
 
 func errResult(part fetchPart, code int16) *partResult {
-	return &partResult{part: part, errCode: code, hw: -1, lso: -1, logStart: -1, leaderID: -1, leaderEp: -1}
+	return &partResult{part: part, errCode: code, hw: -1, lso: -1, logStart: -1, leaderID: -1, leaderEp: -1, preferred: -1}
 }
 
 // fetchParams are the request-wide parameters (FetchParams).
@@ -55,6 +61,9 @@ type fetchParams struct {
 	maxWait         time.Duration
 	minBytes        int32
 	maxBytes        int32
+	// client is the consumer's rack and listener (ClientMetadata, v11+),
+	// for the preferred read replica
+	client FetchClient
 }
 
 // FetchResult is a fetch response whose record bytes are still in segment
@@ -121,6 +130,22 @@ type FetchAuth struct {
 
 // FetchAuthorized is Fetch with authorization; a nil auth allows all.
 func (rm *ReplicaManager) FetchAuthorized(ctx context.Context, req *kmsg.FetchRequest, auth *FetchAuth) *FetchResult {
+	return rm.FetchFrom(ctx, req, auth, FetchClient{})
+}
+
+// FetchClient is what KIP-392's replica selection knows of a consumer
+// (Kafka's ClientMetadata): the rack_id of its Fetch (client.rack) and the
+// listener it came on, whose endpoints a preferred read replica must have.
+type FetchClient struct {
+	Rack     string
+	Listener string
+}
+
+// FetchFrom is FetchAuthorized for a consumer described by client: with
+// Config.RackAwareReplicaSelector, a leader answers a v11+ consumer fetch
+// whose rack has an in-sync follower (and not the leader) with that
+// follower as preferred_read_replica and no records (findPreferredReadReplica).
+func (rm *ReplicaManager) FetchFrom(ctx context.Context, req *kmsg.FetchRequest, auth *FetchAuth, client FetchClient) *FetchResult {
 	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
 		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
@@ -137,6 +162,10 @@ func (rm *ReplicaManager) FetchAuthorized(ctx context.Context, req *kmsg.FetchRe
 	}
 	if req.Version >= 3 {
 		params.maxBytes = req.MaxBytes
+	}
+	if req.Version >= 11 && !params.isFollower {
+		params.client = client
+		params.client.Rack = req.Rack
 	}
 	switch {
 	case params.isFollower:
@@ -232,7 +261,34 @@ func (rm *ReplicaManager) FetchAuthorized(ctx context.Context, req *kmsg.FetchRe
 	}
 	results = append(results, erroneous...)
 	id, code, out := rm.sessions.finish(fc, results, rm.now())
+	if params.isFollower {
+		rm.recordLeaderReplication(out)
+	}
 	return rm.buildFetchResponse(req, id, code, out)
+}
+
+// recordLeaderReplication is the leader's quota record of a follower fetch
+// (KafkaApis.sizeOfThrottledPartitions): the bytes of the throttled
+// partitions in the response, in-sync followers' included, so the total
+// replication traffic of throttled replicas stays under the rate. Kafka
+// counts the encoded partitions; this counts their record bytes.
+func (rm *ReplicaManager) recordLeaderReplication(out []*partResult) {
+	q := rm.cfg.LeaderQuota
+	var n int64
+	for _, r := range out {
+		if r.recordsLen() > 0 && q.IsThrottled(r.part.topic, r.part.partition) {
+			n += r.recordsLen()
+		}
+	}
+	q.Record(n)
+}
+
+// shouldLeaderThrottle is ReplicaManager.shouldLeaderThrottle: a follower
+// out of the ISR fetching a partition in leader.replication.throttled.replicas
+// while leader.replication.throttled.rate is exceeded gets no records.
+func (rm *ReplicaManager) shouldLeaderThrottle(fp fetchPart, replicaInSync bool) bool {
+	q := rm.cfg.LeaderQuota
+	return !replicaInSync && q.IsThrottled(fp.topic, fp.partition) && q.IsQuotaExceeded()
 }
 
 // knowsPartition is metadataCache.contains.
@@ -252,7 +308,7 @@ func (rm *ReplicaManager) fetchMessages(ctx context.Context, params fetchParams,
 	}
 	var bytes int64
 	for _, r := range results {
-		if r.errCode != 0 || r.diverging != nil {
+		if r.errCode != 0 || r.diverging != nil || r.preferred >= 0 {
 			return results
 		}
 		bytes += r.recordsLen()
@@ -282,11 +338,13 @@ func (rm *ReplicaManager) fetchSatisfied(params fetchParams, parts []fetchPart) 
 		if err != nil {
 			return true // Case A, B, C
 		}
-		n, done := p.bytesReady(params, fp)
+		n, inSync, done := p.bytesReady(params, fp)
 		if done {
 			return true
 		}
-		accumulated += n
+		if !params.isFollower || n == 0 || !rm.shouldLeaderThrottle(fp, inSync) {
+			accumulated += n
+		}
 	}
 	return accumulated >= int64(params.minBytes)
 }
@@ -294,33 +352,35 @@ func (rm *ReplicaManager) fetchSatisfied(params fetchParams, parts []fetchPart) 
 // bytesReady reports how many bytes (up to the partition's max bytes) a
 // read at fp.fetchOffset would return now, or done when the fetch must be
 // answered at once (leadership changed, epoch fenced, offset beyond the end
-// after a truncation, diverging epoch).
-func (p *Partition) bytesReady(params fetchParams, fp fetchPart) (n int64, done bool) {
+// after a truncation, diverging epoch); inSync whether a follower fetching
+// is in the ISR (DelayedFetch leaves out the bytes a throttle holds back).
+func (p *Partition) bytesReady(params fetchParams, fp fetchPart) (n int64, inSync, done bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if err := p.checkEpoch(fp.currentLeaderEpoch, params.fetchOnlyLeader); err != nil {
-		return 0, true
+		return 0, false, true
 	}
+	inSync = params.isFollower && containsReplica(p.isr, params.replicaID)
 	end := p.endOffset(params.isolation)
 	switch {
 	case fp.fetchOffset > end:
-		return 0, true // Case F: truncated
+		return 0, false, true // Case F: truncated
 	case fp.fetchOffset == end:
 		n = 0
 	default:
 		ri, err := p.log.Read(fp.fetchOffset, fp.maxBytes, end, true)
 		if err != nil {
-			return 0, true
+			return 0, false, true
 		}
 		n = min(ri.Region.Len, int64(max(fp.maxBytes, 0)))
 	}
 	if fp.lastFetchedEpoch >= 0 {
 		ep, off := p.log.EndOffsetForEpoch(fp.lastFetchedEpoch)
 		if ep < 0 || off < 0 || ep < fp.lastFetchedEpoch || off < fp.fetchOffset {
-			return 0, true // Case H
+			return 0, false, true // Case H
 		}
 	}
-	return n, false
+	return n, inSync, false
 }
 
 // endOffset is the offset a read may not pass. p.mu must be held.
@@ -363,10 +423,27 @@ func (rm *ReplicaManager) read(params fetchParams, fp fetchPart, limit int32, mi
 		// A session's topic id whose name now belongs to a recreated topic.
 		return errResult(fp, kerr.InconsistentTopicID.Code)
 	}
+	if rm.cfg.RackAwareReplicaSelector && params.client.Rack != "" {
+		if id := rm.preferredReadReplica(p, params, fp.fetchOffset); id >= 0 {
+			// a preferred read-replica skips the read (readFromLog)
+			r := p.offsetSnapshot(fp)
+			if r.errCode != 0 {
+				rm.fillFetchLeader(params, r)
+			} else {
+				r.preferred = id
+			}
+			return r
+		}
+	}
 	r, follower := p.read(params, fp, min(fp.maxBytes, limit), minOne)
 	if r.errCode != 0 {
 		rm.fillFetchLeader(params, r)
 		return r
+	}
+	if follower && r.recordsLen() > 0 && rm.shouldLeaderThrottle(fp, r.replicaInSync) {
+		// A throttled partition answers an empty record set, its offsets
+		// and high watermark as read (ReplicaManager.readFromLog).
+		r.region = storage.FileRegion{}
 	}
 	if follower && updateFetchState && r.diverging == nil {
 		if err := rm.followerFetched(p, params.replicaID, params.replicaEpoch, fp.fetchOffset, fp.logStartOffset); err != nil {
@@ -399,7 +476,7 @@ func (p *Partition) read(params fetchParams, fp fetchPart, maxBytes int32, minOn
 		return errResult(fp, kerr.NotLeaderForPartition.Code), false
 	}
 	r := &partResult{part: fp, hw: p.hw.Load(), lso: p.lastStableOffset(), logStart: p.log.LogStartOffset(),
-		leaderID: -1, leaderEp: -1}
+		leaderID: -1, leaderEp: -1, preferred: -1, replicaInSync: params.isFollower && containsReplica(p.isr, params.replicaID)}
 	if fp.lastFetchedEpoch >= 0 {
 		ep, off := p.endOffsetForEpoch(fp.lastFetchedEpoch)
 		switch {
@@ -504,6 +581,9 @@ func (rm *ReplicaManager) buildFetchResponse(req *kmsg.FetchRequest, sessionID i
 			sp.DivergingEpoch = *r.diverging
 		}
 		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = r.leaderID, r.leaderEp
+		if r.preferred >= 0 && req.Version >= 11 {
+			sp.PreferredReadReplica = r.preferred
+		}
 		if r.aborted != nil && req.Version >= 4 {
 			sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(r.aborted))
 			for i, a := range r.aborted {

@@ -54,7 +54,14 @@ type fetchState struct {
 	// epochChecked: the log's end was checked against the leader with
 	// OffsetForLeaderEpoch, only done for leaders without KIP-320.
 	epochChecked bool
+	// lag is the leader's high watermark less our next fetch offset after
+	// the last fetch that brought records (-1: none yet); a follower with
+	// lag 0 is in sync and not throttled (PartitionFetchState.isReplicaInSync).
+	lag int64
 }
+
+// inSync is PartitionFetchState.isReplicaInSync.
+func (s *fetchState) inSync() bool { return s.lag == 0 }
 
 // fetchKey is what a response is matched against.
 type fetchKey struct {
@@ -205,7 +212,14 @@ func (f *replicaFetcher) run(ctx context.Context) {
 				continue // fetch states moved: take the ready set again
 			}
 		}
-		req, keys := f.buildFetch(ready)
+		fetchable := f.unthrottled(ready)
+		if len(fetchable) == 0 {
+			// every ready partition is throttled: wait as Kafka's
+			// doWork does when buildFetch has nothing to send
+			f.sleep(ctx, f.rm.now().Add(f.cfg.FetchBackoff))
+			continue
+		}
+		req, keys := f.buildFetch(fetchable)
 		// replica.socket.timeout.ms (30 s) past the long poll bounds a
 		// leader that stopped answering without closing the connection.
 		rctx, cancel := context.WithTimeout(ctx, f.cfg.FetchWaitMax+30*time.Second)
@@ -288,6 +302,24 @@ func (f *replicaFetcher) readyParts() ([]fetchState, time.Time) {
 		}
 	}
 	return out, next
+}
+
+// unthrottled leaves out the partitions follower.replication.throttled.rate
+// holds back (ReplicaFetcherThread.shouldFollowerThrottle): those not in
+// sync, in follower.replication.throttled.replicas, while the rate is
+// exceeded. The fetch session then forgets them until they are fetched
+// again.
+func (f *replicaFetcher) unthrottled(ready []fetchState) []fetchState {
+	q := f.rm.cfg.FollowerQuota
+	out := ready[:0:0]
+	for i := range ready {
+		s := &ready[i]
+		if !s.inSync() && q.IsThrottled(s.tp.Topic, s.tp.Partition) && q.IsQuotaExceeded() {
+			continue
+		}
+		out = append(out, *s)
+	}
+	return out
 }
 
 // buildFetch builds the Fetch request (ReplicaFetcherThread.buildFetch)
@@ -373,6 +405,13 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			}
 		} else {
 			next, last, err = f.rm.appendFetched(s, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
+			if err == nil {
+				// ReplicaFetcherThread.processPartitionData: the bytes of
+				// throttled replicas count, in sync or not
+				if q := f.rm.cfg.FollowerQuota; q.IsThrottled(s.tp.Topic, s.tp.Partition) {
+					q.Record(int64(len(rp.RecordBatches)))
+				}
+			}
 		}
 		if err != nil {
 			if errors.Is(err, kerr.KafkaStorageError) {
@@ -388,8 +427,15 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			f.delay(s.tp, k)
 			return
 		}
+		diverged := rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0
+		records := len(rp.RecordBatches) > 0
 		f.update(s.tp, k, func(st *fetchState) {
 			st.fetchOffset, st.lastFetchedEpoch, st.delayUntil = next, last, time.Time{}
+			if !diverged && (records || st.lag < 0) {
+				// AbstractFetcherThread.processFetchRequest: the lag is
+				// taken after a fetch that brought records, or the first
+				st.lag = max(0, rp.HighWatermark-next)
+			}
 		})
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		next, err := f.handleOutOfRange(ctx, conn, s)

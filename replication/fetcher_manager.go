@@ -375,5 +375,5 @@ func (rm *ReplicaManager) initialFetchState(p *Partition, epoch int32) (*fetchSt
 		}
 	}
 	return &fetchState{tp: p.tp, topicID: p.topicID, p: p, leaderEpoch: epoch, fetchOffset: l.LogEndOffset(),
-		lastFetchedEpoch: last}, nil
+		lastFetchedEpoch: last, lag: -1}, nil
 }

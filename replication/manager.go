@@ -2,6 +2,7 @@ package replication
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,10 +61,24 @@ type Config struct {
 	// log dir (alterlogdirs.go), without locks: the broker reports the new
 	// directory to the controller.
 	OnLogMoved func(tp storage.TopicPartition)
-	// AlterLogDirsRate, when set, is
-	// replica.alter.log.dirs.io.max.bytes.per.second now (<= 0 or
-	// Long.MAX_VALUE: unthrottled).
-	AlterLogDirsRate func() float64
+	// AlterLogDirsQuota throttles the copies of replicas moving between
+	// log dirs (QuotaFactory's alter-log-dirs ReplicationQuotaManager,
+	// replica.alter.log.dirs.io.max.bytes.per.second; alterlogdirs.go);
+	// nil: unthrottled.
+	AlterLogDirsQuota ReplicaQuota
+
+	// LeaderQuota and FollowerQuota are the replication throttles
+	// (QuotaFactory's leader and follower ReplicationQuotaManagers,
+	// quota.ReplicationQuota): the leader leaves the throttled partitions
+	// of out-of-sync followers out of its answers while
+	// leader.replication.throttled.rate is exceeded; the fetchers leave
+	// their throttled partitions out of their requests while
+	// follower.replication.throttled.rate is. Nil throttles nothing.
+	LeaderQuota, FollowerQuota ReplicaQuota
+	// RackAwareReplicaSelector is replica.selector.class=RackAwareReplicaSelector
+	// (KIP-392): a leader answers a consumer fetch (v11+) that names a rack
+	// with the in-sync replica of that rack to read from instead.
+	RackAwareReplicaSelector bool
 
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots
 	// (default 1000; negative disables sessions).
@@ -72,6 +87,23 @@ type Config struct {
 	// from eviction (Kafka: 120 s).
 	FetchSessionEviction time.Duration
 }
+
+// ReplicaQuota is Kafka's ReplicaQuota: which partitions a replication
+// throttle covers, whether its rate is above the bound, and the bytes to
+// count (quota.ReplicationQuota). Its methods take no lock of this package
+// and may be called holding any.
+type ReplicaQuota interface {
+	IsThrottled(topic string, partition int32) bool
+	IsQuotaExceeded() bool
+	Record(bytes int64)
+}
+
+// unthrottled is the ReplicaQuota of no throttle.
+type unthrottled struct{}
+
+func (unthrottled) IsThrottled(string, int32) bool { return false }
+func (unthrottled) IsQuotaExceeded() bool          { return false }
+func (unthrottled) Record(int64)                   {}
 
 // ReplicaManager holds the partitions this node has replicas of and serves
 // produce, fetch and offset requests on them (Kafka's ReplicaManager). See
@@ -104,9 +136,6 @@ type ReplicaManager struct {
 	// to another log dir (alterlogdirs.go). A leaf.
 	moversMu lockrank.Mutex
 	movers   map[storage.TopicPartition]bool
-	// moveThrottle is when the movers' shared rate allows the next copy
-	// (unix nanoseconds, alterlogdirs.go throttleMove).
-	moveThrottle atomic.Int64
 }
 
 // New returns a ReplicaManager holding no partitions; OnImage gives it some.
@@ -122,6 +151,15 @@ func New(cfg Config) *ReplicaManager {
 	}
 	if cfg.FetchSessionEviction == 0 {
 		cfg.FetchSessionEviction = 120 * time.Second
+	}
+	if cfg.LeaderQuota == nil {
+		cfg.LeaderQuota = unthrottled{}
+	}
+	if cfg.FollowerQuota == nil {
+		cfg.FollowerQuota = unthrottled{}
+	}
+	if cfg.AlterLogDirsQuota == nil {
+		cfg.AlterLogDirsQuota = unthrottled{}
 	}
 	rm := &ReplicaManager{
 		cfg:        cfg,
@@ -230,8 +268,17 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 		}
 		rm.replicationOnImage(wake, removed)
 	}()
+	prev := rm.image
 	rm.image = img
 	rm.isr.image.Store(img)
+	// Most images change a few partitions (an ISR change, a leader
+	// election, a new topic): look at those only, as Kafka's
+	// ReplicaManager.applyDelta does with the TopicsDelta. A snapshot load
+	// or a config or feature change goes through every partition.
+	if ch := img.Changes(); prev != nil && !ch.Full && !ch.Configs && !ch.Features {
+		wake, removed = rm.applyTopicChanges(prev, img, ch)
+		return
+	}
 	defaults := map[string]string{}
 	if rm.cfg.TopicDefaults != nil {
 		maps.Copy(defaults, rm.cfg.TopicDefaults())
@@ -289,6 +336,71 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 			delete(rm.topicCfgs, name)
 		}
 	}
+}
+
+// applyTopicChanges is OnImage for an image whose changes from prev are
+// only in ch.Topics (no config changes: rm.defaults and rm.topicCfgs stay
+// true). rm.mu must be held.
+func (rm *ReplicaManager) applyTopicChanges(prev, img *metadatacache.Image, ch *metadatacache.Changes) (wake, removed []*Partition) {
+	drop := func(tp storage.TopicPartition, id [16]byte) {
+		if p, ok := rm.partitions[tp]; ok && p.topicID == id {
+			rm.removePartition(p)
+			delete(rm.partitions, tp)
+			wake = append(wake, p)
+			removed = append(removed, p)
+		}
+	}
+	// Removed topics first: a topic deleted and created again under the
+	// same name in one image is then a new topic below.
+	for id, tc := range ch.Topics {
+		if old := prev.TopicByID(id); tc.Removed && old != nil && img.TopicByID(id) == nil {
+			for pid := range old.Partitions {
+				drop(storage.TopicPartition{Topic: old.Name, Partition: pid}, id)
+			}
+			if img.TopicByName(old.Name) == nil {
+				delete(rm.topicCfgs, old.Name)
+			}
+		}
+	}
+	for id, tc := range ch.Topics {
+		t := img.TopicByID(id)
+		if t == nil {
+			continue
+		}
+		pids := slices.Collect(maps.Keys(tc.Partitions))
+		if tc.Created {
+			pids = slices.Collect(maps.Keys(t.Partitions))
+			rm.topicCfgs[t.Name] = img.TopicConfig(t.Name)
+		}
+		var cfg storage.Config
+		cfgDone := false
+		for _, pid := range pids {
+			mp := t.Partition(pid)
+			tp := storage.TopicPartition{Topic: t.Name, Partition: pid}
+			if mp == nil || !mp.HasReplica(rm.cfg.NodeID) {
+				drop(tp, id) // the replica moved away
+				continue
+			}
+			p, ok := rm.partitions[tp]
+			if ok && p.topicID != t.ID {
+				rm.removePartition(p)
+				removed = append(removed, p)
+				ok = false
+			}
+			if !cfgDone {
+				cfg = rm.effectiveConfig(t.Name, rm.topicCfgs[t.Name])
+				cfgDone = true
+			}
+			if !ok {
+				p = newPartition(tp, t.ID, rm.cfg.NodeID, &rm.isr)
+				rm.partitions[tp] = p
+			}
+			if rm.applyPartition(p, mp, cfg, !ok) {
+				wake = append(wake, p)
+			}
+		}
+	}
+	return wake, removed
 }
 
 // removePartition stops a partition and deletes its log. A partition whose

@@ -166,8 +166,8 @@ func (c *cachedPartition) mustRespond(r *partResult, update bool) bool {
 		}
 		must = true
 	}
-	if r.diverging != nil {
-		must = true
+	if r.diverging != nil || r.preferred >= 0 {
+		must = true // a preferred read replica too (isPreferredReplica)
 	}
 	return must
 }

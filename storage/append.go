@@ -543,11 +543,29 @@ func (l *Log) flushToLocked(target int64) error {
 		}
 		segs = append(segs, s)
 	}
+	// The index entries are written under the shared lock (flushMu keeps
+	// other flushers out, appends only add entries in memory); the fsyncs
+	// run without it.
+	indexFiles := make([][]vfs.File, len(segs))
+	for i, s := range segs {
+		files, err := s.writeIndexes()
+		if err != nil {
+			for _, fs := range indexFiles[:i] {
+				closeAll(fs)
+			}
+			l.mu.RUnlock()
+			return err
+		}
+		indexFiles[i] = files
+	}
 	l.mu.RUnlock()
 	start := time.Now()
-	for _, s := range segs {
-		if err := s.sync(); err != nil {
+	for i, s := range segs {
+		if err := s.syncWith(indexFiles[i]); err != nil {
 			l.logger.Error("fsync failed", zap.Int64("segment", s.base), zap.Error(err))
+			for _, fs := range indexFiles[i+1:] {
+				closeAll(fs)
+			}
 			return err
 		}
 	}
@@ -558,12 +576,6 @@ func (l *Log) flushToLocked(target int64) error {
 		}
 	}
 	l.mu.Lock()
-	// synced inactive segments no longer need their index files open
-	for _, s := range segs {
-		if len(l.mu.segments) > 0 && s != l.active() {
-			s.closeIndexFiles()
-		}
-	}
 	l.mu.dirSynced = max(l.mu.dirSynced, dirGen)
 	if upTo > l.mu.recoveryPoint && upTo <= l.mu.leo {
 		l.mu.recoveryPoint = upTo
@@ -725,4 +737,10 @@ func (l *Log) FlushIfDue() error {
 		return nil
 	}
 	return l.Flush()
+}
+
+func closeAll(files []vfs.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }

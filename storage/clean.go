@@ -818,7 +818,6 @@ func (l *Log) replaceSegments(cleaned *segment, old []*segment, gen *int64) erro
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.swapFailed(cleaned, err)
 	}
-	cleaned.closeIndexFiles()
 	if err := l.bury(old); err != nil { // already renamed: only schedules the deletion
 		return err
 	}

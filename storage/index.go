@@ -10,9 +10,15 @@ import (
 )
 
 // Index files (AbstractIndex.java, OffsetIndex.java, TimeIndex.java). The entries are
-// kept in memory (Kafka mmaps the file) and each append is written through with
-// WriteAt. A new index file is preallocated to maxIndexSize rounded down to a whole
-// entry; it is trimmed to its entries when the segment rolls or closes.
+// kept in memory (Kafka mmaps the file) and written to the file when the segment is
+// synced, rolled, truncated or closed (writePending), with the file open only for
+// that: a segment holds one file descriptor, its .log, as Kafka's does (AbstractIndex
+// closes its RandomAccessFile once the file is mmapped), instead of three. This is
+// as durable as Kafka's mmap, whose pages reach the disk when the segment is flushed
+// (LogSegment.flush) or closed: an index not flushed before a crash belongs to a
+// segment above the recovery point, which recovery rebuilds. A new index file is
+// preallocated to maxIndexSize rounded down to a whole entry; it is trimmed to its
+// entries when the segment rolls or closes.
 
 const (
 	offsetIndexEntrySize = 8
@@ -25,13 +31,13 @@ type offsetEntry struct {
 }
 
 type offsetIndex struct {
-	f          vfs.File
 	base       int64
 	maxEntries int
 	entries    []offsetEntry
-	// scratch encodes the entry append writes: a local array would escape
-	// to the heap through the vfs.File interface on every append.
-	scratch [offsetIndexEntrySize]byte
+	// written is how many of entries the file holds; unsynced: the file
+	// changed since it was last synced.
+	written  int
+	unsynced bool
 }
 
 type timeEntry struct {
@@ -40,11 +46,11 @@ type timeEntry struct {
 }
 
 type timeIndex struct {
-	f          vfs.File
 	base       int64
 	maxEntries int
 	entries    []timeEntry
-	scratch    [timeIndexEntrySize]byte // as offsetIndex.scratch
+	written    int // as offsetIndex's
+	unsynced   bool
 }
 
 // loadOffsetIndex reads the entries of an existing index. The file's length is rounded
@@ -52,7 +58,7 @@ type timeIndex struct {
 // (a preallocated, never trimmed index after a crash). ok is false when the index does
 // not pass Kafka's sanity check and must be rebuilt.
 func loadOffsetIndex(f vfs.File, base int64, maxEntries int, logSize int64) (*offsetIndex, bool, error) {
-	ix := &offsetIndex{f: f, base: base, maxEntries: maxEntries}
+	ix := &offsetIndex{base: base, maxEntries: maxEntries}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, false, err
@@ -81,6 +87,7 @@ func loadOffsetIndex(f vfs.File, base int64, maxEntries int, logSize int64) (*of
 		}
 		ix.entries = append(ix.entries, e)
 	}
+	ix.written = len(ix.entries)
 	if len(ix.entries) > maxEntries {
 		ok = false
 	}
@@ -103,12 +110,6 @@ func (ix *offsetIndex) append(off int64, pos int64) error {
 	}
 	if ix.isFull() {
 		return fmt.Errorf("attempt to append to a full index (%d entries)", len(ix.entries))
-	}
-	b := &ix.scratch
-	binary.BigEndian.PutUint32(b[:], uint32(rel))
-	binary.BigEndian.PutUint32(b[4:], uint32(pos))
-	if _, err := ix.f.WriteAt(b[:], int64(len(ix.entries))*offsetIndexEntrySize); err != nil {
-		return err
 	}
 	ix.entries = append(ix.entries, offsetEntry{rel: int32(rel), pos: int32(pos)})
 	return nil
@@ -133,29 +134,53 @@ func (ix *offsetIndex) upperBoundOffset(pos int64) (int64, bool) {
 	return ix.base + int64(ix.entries[i].rel), true
 }
 
-// truncateTo removes every entry with offset >= off.
+// truncateTo removes every entry with offset >= off (from memory: resize
+// clears them from the file).
 func (ix *offsetIndex) truncateTo(off int64) {
 	i := sort.Search(len(ix.entries), func(i int) bool { return ix.base+int64(ix.entries[i].rel) >= off })
 	ix.entries = ix.entries[:i]
+	ix.written = min(ix.written, i)
 }
 
-func (ix *offsetIndex) reset() { ix.entries = ix.entries[:0] }
+func (ix *offsetIndex) reset() { ix.entries, ix.written = ix.entries[:0], 0 }
 
-// resize sets the file length: entries*8 to trim, maxEntries*8 to preallocate. The
-// bytes after the entries are zeroed first so that a later crash leaves a clean tail.
-func (ix *offsetIndex) resize(prealloc bool) error {
+// writePending writes to f the entries it does not hold yet.
+func (ix *offsetIndex) writePending(f vfs.File) error {
+	if ix.written >= len(ix.entries) {
+		return nil
+	}
+	buf := make([]byte, 0, (len(ix.entries)-ix.written)*offsetIndexEntrySize)
+	for _, e := range ix.entries[ix.written:] {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(e.rel))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(e.pos))
+	}
+	if _, err := f.WriteAt(buf, int64(ix.written)*offsetIndexEntrySize); err != nil {
+		return err
+	}
+	ix.written, ix.unsynced = len(ix.entries), true
+	return nil
+}
+
+// resize writes the pending entries and sets the file length: entries*8 to trim,
+// maxEntries*8 to preallocate. The bytes after the entries are zeroed first so that a
+// later crash leaves a clean tail.
+func (ix *offsetIndex) resize(f vfs.File, prealloc bool) error {
+	if err := ix.writePending(f); err != nil {
+		return err
+	}
+	ix.unsynced = true
 	n := int64(len(ix.entries)) * offsetIndexEntrySize
-	if err := ix.f.Truncate(n); err != nil {
+	if err := f.Truncate(n); err != nil {
 		return err
 	}
 	if prealloc {
-		return ix.f.Truncate(int64(ix.maxEntries) * offsetIndexEntrySize)
+		return f.Truncate(int64(ix.maxEntries) * offsetIndexEntrySize)
 	}
 	return nil
 }
 
 func loadTimeIndex(f vfs.File, base int64, maxEntries int, nextOffset int64) (*timeIndex, bool, error) {
-	ix := &timeIndex{f: f, base: base, maxEntries: maxEntries}
+	ix := &timeIndex{base: base, maxEntries: maxEntries}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, false, err
@@ -187,6 +212,7 @@ func loadTimeIndex(f vfs.File, base int64, maxEntries int, nextOffset int64) (*t
 		}
 		ix.entries = append(ix.entries, e)
 	}
+	ix.written = len(ix.entries)
 	if len(ix.entries) > maxEntries {
 		ok = false
 	}
@@ -224,12 +250,6 @@ func (ix *timeIndex) maybeAppend(ts, off int64, skipFullCheck bool) error {
 	if len(ix.entries) >= ix.maxEntries {
 		return nil // no room at all (a one-entry index)
 	}
-	b := &ix.scratch
-	binary.BigEndian.PutUint64(b[:], uint64(ts))
-	binary.BigEndian.PutUint32(b[8:], uint32(off-ix.base))
-	if _, err := ix.f.WriteAt(b[:], int64(len(ix.entries))*timeIndexEntrySize); err != nil {
-		return err
-	}
 	ix.entries = append(ix.entries, timeEntry{ts: ts, rel: int32(off - ix.base)})
 	return nil
 }
@@ -246,17 +266,40 @@ func (ix *timeIndex) lookup(ts int64) (int64, int64) {
 func (ix *timeIndex) truncateTo(off int64) {
 	i := sort.Search(len(ix.entries), func(i int) bool { return ix.base+int64(ix.entries[i].rel) >= off })
 	ix.entries = ix.entries[:i]
+	ix.written = min(ix.written, i)
 }
 
-func (ix *timeIndex) reset() { ix.entries = ix.entries[:0] }
+func (ix *timeIndex) reset() { ix.entries, ix.written = ix.entries[:0], 0 }
 
-func (ix *timeIndex) resize(prealloc bool) error {
+// writePending is offsetIndex.writePending.
+func (ix *timeIndex) writePending(f vfs.File) error {
+	if ix.written >= len(ix.entries) {
+		return nil
+	}
+	buf := make([]byte, 0, (len(ix.entries)-ix.written)*timeIndexEntrySize)
+	for _, e := range ix.entries[ix.written:] {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(e.ts))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(e.rel))
+	}
+	if _, err := f.WriteAt(buf, int64(ix.written)*timeIndexEntrySize); err != nil {
+		return err
+	}
+	ix.written, ix.unsynced = len(ix.entries), true
+	return nil
+}
+
+// resize is offsetIndex.resize.
+func (ix *timeIndex) resize(f vfs.File, prealloc bool) error {
+	if err := ix.writePending(f); err != nil {
+		return err
+	}
+	ix.unsynced = true
 	n := int64(len(ix.entries)) * timeIndexEntrySize
-	if err := ix.f.Truncate(n); err != nil {
+	if err := f.Truncate(n); err != nil {
 		return err
 	}
 	if prealloc {
-		return ix.f.Truncate(int64(ix.maxEntries) * timeIndexEntrySize)
+		return f.Truncate(int64(ix.maxEntries) * timeIndexEntrySize)
 	}
 	return nil
 }

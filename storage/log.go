@@ -413,14 +413,16 @@ func (l *Log) loadSegments(o LogOptions) error {
 		if err := s.onBecomeInactive(); err != nil {
 			return err
 		}
-		s.closeIndexFiles()
 	}
 	active := l.active()
 	active.rollJitterMs = l.jitter(cfg)
-	if err := active.idx.resize(true); err != nil {
-		return err
-	}
-	if err := active.tidx.resize(true); err != nil {
+	err = active.withIndexFiles(0, func(fi, ft vfs.File) error {
+		if err := active.idx.resize(fi, true); err != nil {
+			return err
+		}
+		return active.tidx.resize(ft, true)
+	})
+	if err != nil {
 		return err
 	}
 	l.mu.leo = active.nextOffset

@@ -1,10 +1,14 @@
 package storage
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 )
@@ -203,6 +207,10 @@ func TestAppendIOErrors(t *testing.T) {
 
 // A failed index write undoes the append: the log end offset and the segment stay
 // consistent and the next append succeeds.
+// TestIndexWriteFailure: index entries reach their files when the segment is
+// flushed, so a failed index write fails the flush (and leaves the recovery
+// point where it was), not the append; once the fault is gone a flush writes
+// them.
 func TestIndexWriteFailure(t *testing.T) {
 	clk := newClock()
 	var sw vfs.Switch
@@ -218,15 +226,77 @@ func TestIndexWriteFailure(t *testing.T) {
 		}
 		return vfs.Fault{}
 	})
-	if _, err := l.AppendAsLeader(batch(clk.Ms(), 2), 0); !errors.Is(err, vfs.ErrInjected) {
-		t.Fatalf("%v", err)
+	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	if err := l.Flush(); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("flush: %v", err)
+	}
+	if rp := l.RecoveryPoint(); rp != 0 {
+		t.Fatalf("recovery point %d after a failed flush", rp)
 	}
 	sw.Set(nil)
-	if l.LogEndOffset() != 2 {
-		t.Fatalf("leo %d", l.LogEndOffset())
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if rp := l.RecoveryPoint(); rp != 4 {
+		t.Fatalf("recovery point %d", rp)
 	}
 	mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
-	if got := readAll(t, l.Log, 0); len(got) != 4 {
+	if got := readAll(t, l.Log, 0); len(got) != 6 {
 		t.Fatalf("%d records", len(got))
+	}
+}
+
+// TestIndexesOnDiskAfterFlush: what a flush leaves in the index files (the
+// entries written behind the appends) is what the segment has in memory, in
+// Kafka's format, and survives a crash right after the flush.
+func TestIndexesOnDiskAfterFlush(t *testing.T) {
+	clk := newClock()
+	mem := vfs.NewMemFS()
+	cfg := DefaultConfig()
+	cfg.IndexIntervalBytes = 100
+	l := openTest(t, mem, clk, cfg)
+	defer l.Close()
+	for i := 0; i < 50; i++ {
+		clk.Advance(time.Millisecond)
+		mustAppend(t, l.Log, batch(clk.Ms(), 2), 0)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone()
+	s := l.mu.segments[0]
+	if len(s.idx.entries) < 10 || len(s.tidx.entries) < 10 {
+		t.Fatalf("%d offset and %d time index entries", len(s.idx.entries), len(s.tidx.entries))
+	}
+	b, err := vfs.ReadFile(crashed, segmentName(l.dir, s.base, indexSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range s.idx.entries {
+		if rel, pos := binary.BigEndian.Uint32(b[i*8:]), binary.BigEndian.Uint32(b[i*8+4:]); int32(rel) != e.rel || int32(pos) != e.pos {
+			t.Fatalf("offset index entry %d on disk (%d, %d), in memory %+v", i, rel, pos, e)
+		}
+	}
+	if n := len(s.idx.entries) * 8; len(b) < n+8 || !bytes.Equal(b[n:n+8], make([]byte, 8)) {
+		t.Fatalf("no zero (preallocated) tail after the entries: %d bytes", len(b))
+	}
+	b, err = vfs.ReadFile(crashed, segmentName(l.dir, s.base, timeIndexSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range s.tidx.entries {
+		if ts, rel := binary.BigEndian.Uint64(b[i*12:]), binary.BigEndian.Uint32(b[i*12+8:]); int64(ts) != e.ts || int32(rel) != e.rel {
+			t.Fatalf("time index entry %d on disk (%d, %d), in memory %+v", i, ts, rel, e)
+		}
+	}
+	// A crash after the flush: the indexes pass the sanity check as they are.
+	l2 := openTest(t, crashed, clk, cfg, func(o *LogOptions) { o.HadCleanShutdown = false })
+	defer l2.Close()
+	s2 := l2.mu.segments[0]
+	if !slices.Equal(s2.idx.entries, s.idx.entries) || !slices.Equal(s2.tidx.entries, s.tidx.entries) {
+		t.Fatal("indexes after the crash differ")
+	}
+	if got := readAll(t, l2.Log, 0); len(got) != 100 {
+		t.Fatalf("%d records after the crash", len(got))
 	}
 }

@@ -33,6 +33,9 @@ type segment struct {
 	createdMs       int64
 	rollJitterMs    int64
 	missingIndex    bool // an index file did not exist when opened: rebuild
+	// inactive: the indexes were trimmed and got their final time index
+	// entry (onBecomeInactive); truncateTo preallocates them again.
+	inactive bool
 	txnRebuild      bool // recovered: the transaction index is rebuilt by the replay
 	// suffix follows every file name: "" for a live segment, ".cleaned" while the
 	// log cleaner writes it (LogFileUtils.CLEANED_FILE_SUFFIX), ".swap" while it is
@@ -72,33 +75,54 @@ func createSegmentSuffix(fs vfs.FS, dir string, base int64, cfg Config, nowMs, j
 	if s.log, err = fs.OpenFile(segmentName(dir, base, logSuffix+suffix), flags, 0o644); err != nil {
 		return nil, err
 	}
-	fi, err := fs.OpenFile(segmentName(dir, base, indexSuffix+suffix), flags, 0o644)
-	if err != nil {
-		s.log.Close()
-		return nil, err
-	}
-	ft, err := fs.OpenFile(segmentName(dir, base, timeIndexSuffix+suffix), flags, 0o644)
-	if err != nil {
-		s.log.Close()
-		fi.Close()
-		return nil, err
-	}
-	s.idx = &offsetIndex{f: fi, base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
-	s.tidx = &timeIndex{f: ft, base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
+	s.idx = &offsetIndex{base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
+	s.tidx = &timeIndex{base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
 	s.txn = &txnIndex{fs: fs, name: segmentName(dir, base, txnIndexSuffix+suffix)}
 	if err := fs.Remove(s.txn.name); err != nil && !os.IsNotExist(err) {
 		s.closeFiles()
 		return nil, err
 	}
-	if err := s.idx.resize(true); err != nil {
-		s.closeFiles()
-		return nil, err
-	}
-	if err := s.tidx.resize(true); err != nil {
+	err = s.withIndexFiles(os.O_TRUNC, func(fi, ft vfs.File) error {
+		if err := s.idx.resize(fi, true); err != nil {
+			return err
+		}
+		return s.tidx.resize(ft, true)
+	})
+	if err != nil {
 		s.closeFiles()
 		return nil, err
 	}
 	return s, nil
+}
+
+// withIndexFiles opens the segment's two index files (creating them when
+// missing; flag may add os.O_TRUNC) for fn and closes them after it: index
+// files are open only while they are written.
+func (s *segment) withIndexFiles(flag int, fn func(fi, ft vfs.File) error) error {
+	fi, ft, err := s.openIndexFiles(flag)
+	if err != nil {
+		return err
+	}
+	err = fn(fi, ft)
+	if cerr := fi.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := ft.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *segment) openIndexFiles(flag int) (fi, ft vfs.File, err error) {
+	flag |= os.O_CREATE | os.O_RDWR
+	if fi, err = s.fs.OpenFile(segmentName(s.dir, s.base, indexSuffix+s.suffix), flag, 0o644); err != nil {
+		return nil, nil, err
+	}
+	if ft, err = s.fs.OpenFile(segmentName(s.dir, s.base, timeIndexSuffix+s.suffix), flag, 0o644); err != nil {
+		fi.Close()
+		return nil, nil, err
+	}
+	return fi, ft, nil
 }
 
 // openSegment opens an existing segment. When trustIndexes, the indexes are loaded and
@@ -122,19 +146,8 @@ func openSegment(fs vfs.FS, dir string, base int64, cfg Config, nowMs int64) (*s
 			s.missingIndex = true
 		}
 	}
-	fi, err := fs.OpenFile(segmentName(dir, base, indexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		s.log.Close()
-		return nil, err
-	}
-	ft, err := fs.OpenFile(segmentName(dir, base, timeIndexSuffix), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		s.log.Close()
-		fi.Close()
-		return nil, err
-	}
-	s.idx = &offsetIndex{f: fi, base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
-	s.tidx = &timeIndex{f: ft, base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
+	s.idx = &offsetIndex{base: base, maxEntries: indexEntries(cfg, offsetIndexEntrySize)}
+	s.tidx = &timeIndex{base: base, maxEntries: indexEntries(cfg, timeIndexEntrySize)}
 	if s.txn, err = loadTxnIndex(fs, dir, base); err != nil {
 		s.closeFiles()
 		return nil, err
@@ -148,7 +161,13 @@ func (s *segment) loadIndexes() (bool, error) {
 	if s.missingIndex {
 		return false, nil
 	}
-	idx, ok, err := loadOffsetIndex(s.idx.f, s.base, s.idx.maxEntries, s.size)
+	fi, ft, err := s.openIndexFiles(0)
+	if err != nil {
+		return false, err
+	}
+	defer fi.Close()
+	defer ft.Close()
+	idx, ok, err := loadOffsetIndex(fi, s.base, s.idx.maxEntries, s.size)
 	if err != nil {
 		return false, err
 	}
@@ -172,7 +191,7 @@ func (s *segment) loadIndexes() (bool, error) {
 		return false, nil
 	}
 	s.nextOffset = next
-	tidx, ok, err := loadTimeIndex(s.tidx.f, s.base, s.tidx.maxEntries, next)
+	tidx, ok, err := loadTimeIndex(ft, s.base, s.tidx.maxEntries, next)
 	if err != nil {
 		return false, err
 	}
@@ -386,42 +405,9 @@ func isCorrupt(err error) bool {
 	return errors.Is(err, kerr.CorruptMessage) || errors.Is(err, kerr.InvalidRecord)
 }
 
-// openIndexes reopens index files closed by closeIndexFiles.
-func (s *segment) openIndexes() error {
-	if s.idx.f == nil {
-		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, indexSuffix+s.suffix), os.O_CREATE|os.O_RDWR, 0o644)
-		if err != nil {
-			return err
-		}
-		s.idx.f = f
-	}
-	if s.tidx.f == nil {
-		f, err := s.fs.OpenFile(segmentName(s.dir, s.base, timeIndexSuffix+s.suffix), os.O_CREATE|os.O_RDWR, 0o644)
-		if err != nil {
-			return err
-		}
-		s.tidx.f = f
-	}
-	return nil
-}
-
-// closeIndexFiles closes the index files of an inactive, trimmed and synced segment:
-// its entries stay in memory, so only the .log stays open (one descriptor per
-// segment instead of three).
-func (s *segment) closeIndexFiles() {
-	if s.idx.f != nil {
-		s.idx.f.Close()
-		s.idx.f = nil
-	}
-	if s.tidx.f != nil {
-		s.tidx.f.Close()
-		s.tidx.f = nil
-	}
-}
-
 // onBecomeInactive: final time index entry, trim both indexes (LogSegment.onBecomeInactiveSegment).
 func (s *segment) onBecomeInactive() error {
-	if s.idx.f == nil || s.tidx.f == nil {
+	if s.inactive {
 		return nil // already inactive and trimmed
 	}
 	if s.maxTs != NoTimestamp {
@@ -429,17 +415,21 @@ func (s *segment) onBecomeInactive() error {
 			return err
 		}
 	}
-	if err := s.idx.resize(false); err != nil {
+	err := s.withIndexFiles(0, func(fi, ft vfs.File) error {
+		if err := s.idx.resize(fi, false); err != nil {
+			return err
+		}
+		return s.tidx.resize(ft, false)
+	})
+	if err != nil {
 		return err
 	}
-	return s.tidx.resize(false)
+	s.inactive = true
+	return nil
 }
 
 // truncateTo removes every batch with offset >= off from this segment.
 func (s *segment) truncateTo(off int64) (int64, error) {
-	if err := s.openIndexes(); err != nil {
-		return 0, err
-	}
 	pos, _, found, err := s.translateOffset(off, s.size)
 	if err != nil {
 		return 0, err
@@ -449,12 +439,16 @@ func (s *segment) truncateTo(off int64) (int64, error) {
 	if err := s.txn.truncateTo(off); err != nil {
 		return 0, err
 	}
-	if err := s.idx.resize(true); err != nil {
+	err = s.withIndexFiles(0, func(fi, ft vfs.File) error {
+		if err := s.idx.resize(fi, true); err != nil {
+			return err
+		}
+		return s.tidx.resize(ft, true)
+	})
+	if err != nil {
 		return 0, err
 	}
-	if err := s.tidx.resize(true); err != nil {
-		return 0, err
-	}
+	s.inactive = false
 	if !found {
 		return 0, nil
 	}
@@ -479,27 +473,69 @@ func (s *segment) truncateTo(off int64) (int64, error) {
 	return truncated, nil
 }
 
+// sync makes the segment durable: its log, its index entries and its
+// transaction index. The owning Log's mu must be held.
 func (s *segment) sync() error {
-	if err := s.log.Sync(); err != nil {
+	files, err := s.writeIndexes()
+	if err != nil {
 		return err
 	}
-	for _, f := range []vfs.File{idxFile(s.idx), tidxFile(s.tidx)} {
-		if f != nil {
-			if err := f.Sync(); err != nil {
-				return err
-			}
+	return s.syncWith(files)
+}
+
+// writeIndexes writes the index entries not yet in their files and returns
+// the index files that changed since they were last synced, open, for
+// syncWith. It runs under the owning Log's mu (shared, with the Log's
+// flushMu, or exclusive) so syncWith's fsyncs can run without it.
+func (s *segment) writeIndexes() ([]vfs.File, error) {
+	if s.idx.written >= len(s.idx.entries) && s.tidx.written >= len(s.tidx.entries) &&
+		!s.idx.unsynced && !s.tidx.unsynced {
+		return nil, nil
+	}
+	fi, ft, err := s.openIndexFiles(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.idx.writePending(fi); err != nil {
+		fi.Close()
+		ft.Close()
+		return nil, err
+	}
+	if err := s.tidx.writePending(ft); err != nil {
+		fi.Close()
+		ft.Close()
+		return nil, err
+	}
+	// Cleared before the fsync: a change made after this (under the
+	// exclusive lock) sets them again. If the fsync fails the log goes
+	// offline.
+	s.idx.unsynced, s.tidx.unsynced = false, false
+	return []vfs.File{fi, ft}, nil
+}
+
+// syncWith fsyncs the log, the index files writeIndexes returned (and
+// closes them) and the transaction index.
+func (s *segment) syncWith(indexFiles []vfs.File) error {
+	err := s.log.Sync()
+	for _, f := range indexFiles {
+		if err == nil {
+			err = f.Sync()
 		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return err
 	}
 	return s.txn.sync()
 }
 
 func (s *segment) closeFiles() error {
 	var first error
-	for _, f := range []vfs.File{s.log, idxFile(s.idx), tidxFile(s.tidx)} {
-		if f != nil {
-			if err := f.Close(); err != nil && first == nil {
-				first = err
-			}
+	if s.log != nil {
+		if err := s.log.Close(); err != nil {
+			first = err
 		}
 	}
 	if s.txn != nil {
@@ -508,20 +544,6 @@ func (s *segment) closeFiles() error {
 		}
 	}
 	return first
-}
-
-func idxFile(ix *offsetIndex) vfs.File {
-	if ix == nil || ix.f == nil {
-		return nil
-	}
-	return ix.f
-}
-
-func tidxFile(ix *timeIndex) vfs.File {
-	if ix == nil || ix.f == nil {
-		return nil
-	}
-	return ix.f
 }
 
 // close trims the indexes (with the final time index entry) and closes the files.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kgo-broker/kgo-broker/lockrank"
@@ -31,7 +32,13 @@ type MemFS struct {
 	mu    lockrank.Mutex      // taken before file nodes' locks
 	nodes map[string]*memNode // cleaned absolute-ish path -> node; dirs and files
 	seq   int64               // numbers directory entry changes, in order
+	// open counts the files opened and not closed yet (what a process's
+	// file descriptors would be), for tests of descriptor use.
+	open atomic.Int64
 }
+
+// OpenFiles is the number of files opened and not yet closed.
+func (m *MemFS) OpenFiles() int { return int(m.open.Load()) }
 
 type memNode struct {
 	dir bool
@@ -317,6 +324,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 	}
 	f := &memFile{fs: m, name: name, node: n, flag: flag}
 	f.mu.SetRank(lockrank.MemFile)
+	m.open.Add(1)
 	return f, nil
 }
 
@@ -638,6 +646,7 @@ func (f *memFile) Close() error {
 		return errClosed
 	}
 	f.closed = true
+	f.fs.open.Add(-1)
 	return nil
 }
 
