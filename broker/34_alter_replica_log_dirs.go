@@ -10,21 +10,30 @@ package broker
 //     know; REPLICA_NOT_AVAILABLE for one with no replica on this broker
 //     (Kafka also remembers the dir for a replica created later;
 //     kgo-broker places new replicas itself).
-//   - NONE when the replica already lives in that dir (Kafka's no-op).
-//   - Moving a replica to another dir (KIP-113 future replicas) is not
-//     implemented: UNSUPPORTED_VERSION, and a warning in the log (the
-//     response has no message field).
+//   - NONE when the replica already lives in that dir (Kafka's no-op; a
+//     move to another dir in progress is cancelled).
+//   - INVALID_REPLICA_ASSIGNMENT for a move into a cordoned dir (KIP-1066,
+//     cordoned.log.dirs, from metadata.version 4.3-IV0).
+//   - Another dir: KIP-113 future replica. A future log is created there and
+//     the replica's log is copied into it and swapped in once caught up
+//     (replication/alterlogdirs.go, storage/future.go); NONE. While any log
+//     dir is offline, KAFKA_STORAGE_ERROR (LogManager.getOrCreateLog does
+//     not create a future log then, so that no partition gets one in two
+//     dirs).
 //
 // Version notes: v0 was removed in 4.0 (KIP-896); v2: flexible.
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/protocol"
+	"github.com/kgo-broker/kgo-broker/storage"
 )
 
 func init() { regKey(34, 1, 2, onBroker, handleAlterReplicaLogDirs) }
@@ -60,6 +69,11 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 			}
 		}
 	}
+	cordoned := b.cordonedLogDirs() // KIP-1066: no replica moves into one
+	anyOffline := false
+	for _, code := range dirs {
+		anyOffline = anyOffline || code != 0
+	}
 	img := b.meta.Image()
 	// One result per topic, its partitions from every dir entry, as Kafka
 	// answers from its map of partitions (AlterReplicaLogDirsResponse).
@@ -89,14 +103,53 @@ func handleAlterReplicaLogDirs(ctx context.Context, b *Broker, req *protocol.Req
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case !hosted:
 					rp.ErrorCode = kerr.ReplicaNotAvailable.Code
-				case current != d.Dir:
-					b.logger.Warn("moving a replica between log dirs (AlterReplicaLogDirs, KIP-113) is not implemented",
-						zap.String("topic", t.Topic), zap.Int32("partition", p), zap.String("from", current), zap.String("to", d.Dir))
-					rp.ErrorCode = kerr.UnsupportedVersion.Code
+				case current == d.Dir:
+					if err := b.replicas.CancelLogDirMove(storage.TopicPartition{Topic: t.Topic, Partition: p}); err != nil {
+						rp.ErrorCode = kerr.KafkaStorageError.Code
+					}
+				case cordoned[d.Dir]:
+					rp.ErrorCode = kerr.InvalidReplicaAssignment.Code
+				case anyOffline:
+					rp.ErrorCode = kerr.KafkaStorageError.Code
+				default:
+					rp.ErrorCode = b.moveReplica(storage.TopicPartition{Topic: t.Topic, Partition: p}, current, d.Dir)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 		}
 	}
 	return protocol.Response{Msg: resp}, nil
+}
+
+// moveReplica starts moving tp's replica from the log dir from to to (both
+// absolute paths, as DescribeLogDirs names them) and answers its error code.
+func (b *Broker) moveReplica(tp storage.TopicPartition, from, to string) int16 {
+	dir, ok := b.configuredLogDir(to)
+	if !ok {
+		return kerr.LogDirNotFound.Code
+	}
+	if err := b.replicas.AlterLogDir(tp, dir); err != nil {
+		b.logger.Warn("Unable to alter log dirs", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition),
+			zap.String("from", from), zap.String("to", to), zap.Error(err))
+		switch {
+		case errors.Is(err, storage.ErrNoCurrentLog):
+			return kerr.ReplicaNotAvailable.Code
+		case errors.Is(err, storage.ErrTopicTooLongToMove):
+			return kerr.InvalidTopicException.Code
+		}
+		return kerr.KafkaStorageError.Code
+	}
+	b.logger.Info("moving a replica to another log dir", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition),
+		zap.String("from", from), zap.String("to", to))
+	return 0
+}
+
+// configuredLogDir returns the entry of log.dirs whose absolute path is abs.
+func (b *Broker) configuredLogDir(abs string) (string, bool) {
+	for _, d := range b.cfg.LogDirs {
+		if a, err := filepath.Abs(d); err == nil && a == abs || d == abs {
+			return d, true
+		}
+	}
+	return "", false
 }

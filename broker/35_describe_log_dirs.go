@@ -5,13 +5,14 @@ package broker
 // Behavior (replication.ReplicaManager.DescribeLogDirs):
 //   - One entry per log dir (absolute path), with every topic that has logs
 //     there and, of those, the requested partitions (all for a null topic
-//     list): size in bytes, offset lag 0 and is_future false (there are no
-//     future replicas: AlterReplicaLogDirs moves nothing).
+//     list): size in bytes, offset lag 0 and is_future false, and the
+//     future replicas of moves between log dirs (KIP-113) with is_future
+//     and their lag.
 //   - v4: total and usable bytes of the dir's file system (statfs).
-//   - v5: is_cordoned for the dirs in cordoned.log.dirs (KIP-1066; "*" is
-//     every dir) once the finalized metadata.version is 4.3-IV0 or later,
-//     as Kafka's ReplicaManager.describeLogDirs reads
-//     LogManager.cordonedLogDirs.
+//   - v5: is_cordoned for the dirs in cordoned.log.dirs, static or dynamic
+//     (KIP-1066; "*" is every dir) once the finalized metadata.version is
+//     4.3-IV0 or later, as Kafka's ReplicaManager.describeLogDirs reads
+//     LogManager.cordonedLogDirs (cordoned.go).
 //   - No ACLs yet: the CLUSTER_AUTHORIZATION_FAILED case never arises.
 //
 // Version notes:
@@ -21,11 +22,9 @@ package broker
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
@@ -34,27 +33,11 @@ func init() { regKey(35, 1, 5, onBroker, handleDescribeLogDirs) }
 func handleDescribeLogDirs(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DescribeLogDirsRequest)
 	resp := b.replicas.DescribeLogDirs(r)
-	if r.Version >= 5 && b.meta.Image().MetadataVersion() >= metadatacache.MV4_3_IV0 {
-		cordoned := b.cordonedLogDirs()
+	if r.Version >= 5 {
+		cordoned := b.cordonedLogDirs() // none below 4.3-IV0 (cordoned.go)
 		for i := range resp.Dirs {
 			resp.Dirs[i].IsCordoned = cordoned[resp.Dirs[i].Dir]
 		}
 	}
 	return protocol.Response{Msg: resp}, nil
-}
-
-// cordonedLogDirs is cordoned.log.dirs ("*": every log dir) by absolute
-// path.
-func (b *Broker) cordonedLogDirs() map[string]bool {
-	out := map[string]bool{}
-	if b.cfg == nil {
-		return out
-	}
-	for _, d := range b.cfg.CordonedLogDirs() {
-		if abs, err := filepath.Abs(d); err == nil {
-			d = abs
-		}
-		out[d] = true
-	}
-	return out
 }

@@ -272,29 +272,42 @@ func TestUnregisterControllerLocal(t *testing.T) {
 }
 
 // TestDescribeLogDirsCordoned: v5 marks the dirs of cordoned.log.dirs
-// (KIP-1066) at metadata.version 4.3-IV0 and later; AlterReplicaLogDirs to
-// the dir a replica is in is a no-op, to an unknown dir LOG_DIR_NOT_FOUND.
+// (KIP-1066, here set dynamically once a topic exists: with its only dir
+// cordoned the broker takes no new replicas) at metadata.version 4.3-IV0
+// and later; AlterReplicaLogDirs to the dir a replica is in is a no-op, to
+// an unknown dir LOG_DIR_NOT_FOUND.
 func TestDescribeLogDirsCordoned(t *testing.T) {
 	dir := t.TempDir()
 	// Formatted as kgo-broker format does: metadata.version 4.4-IV2.
 	if err := controller.WriteBootstrapCheckpoint(dir, controller.BootstrapRecords(controller.DefaultBootstrapFeatures()), 1000); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, dir, map[string]string{"cordoned.log.dirs": dir})
+	n := startNode(t, dir, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := n.client(t)
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "c"); err != nil {
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "c"); err != nil {
 		t.Fatal(err)
 	}
-	req := kmsg.NewPtrDescribeLogDirsRequest()
-	// Straight to the broker: kgo's DescribeLogDirs sharding does not carry
-	// is_cordoned into its merged answer.
-	raw, err := cl.Broker(1).Request(ctx, req)
-	if err != nil {
+	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "cordoned.log.dirs", Value: kadm.StringPtr(dir)}}, 1); err != nil {
 		t.Fatal(err)
 	}
-	resp := raw.(*kmsg.DescribeLogDirsResponse)
+	var resp *kmsg.DescribeLogDirsResponse
+	for {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		// Straight to the broker: kgo's DescribeLogDirs sharding does not carry
+		// is_cordoned into its merged answer.
+		raw, err := cl.Broker(1).Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp = raw.(*kmsg.DescribeLogDirsResponse)
+		if len(resp.Dirs) == 1 && resp.Dirs[0].IsCordoned || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the dynamic config reaches the image
+	}
 	if resp.Version != 5 || len(resp.Dirs) != 1 || !resp.Dirs[0].IsCordoned {
 		t.Fatalf("v%d %+v", resp.Version, resp.Dirs)
 	}

@@ -120,12 +120,24 @@ type dirAssigner struct {
 	send     func(context.Context, kmsg.Request) (kmsg.Response, error)
 	log      *zap.Logger
 	images   chan *metadatacache.Image // the newest image, capacity 1
+	// kick asks for a scan of the current image (a replica moved to
+	// another log dir, KIP-113), capacity 1.
+	kick chan struct{}
+}
+
+// rescan makes the assigner look at the current image again: a replica's
+// log moved to another log dir (replication/alterlogdirs.go).
+func (a *dirAssigner) rescan() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
 }
 
 func newDirAssigner(nodeID int32, dirID map[string][16]byte, logDirOf func(storage.TopicPartition) (string, bool),
 	epoch func() int64, send func(context.Context, kmsg.Request) (kmsg.Response, error), log *zap.Logger) *dirAssigner {
 	return &dirAssigner{nodeID: nodeID, dirID: dirID, logDirOf: logDirOf, epoch: epoch, send: send, log: log,
-		images: make(chan *metadatacache.Image, 1)}
+		images: make(chan *metadatacache.Image, 1), kick: make(chan struct{}, 1)}
 }
 
 // onImage is the metadata cache subscription: it keeps only the newest image.
@@ -162,6 +174,7 @@ func (a *dirAssigner) run(ctx context.Context) {
 			}
 		case <-retry:
 			retry = nil
+		case <-a.kick:
 		}
 		scanned = img
 		pending = misassigned(img, a.nodeID, a.logDirOf, a.dirID)

@@ -1,7 +1,13 @@
 package broker
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage"
@@ -68,5 +74,50 @@ func TestMisassigned(t *testing.T) {
 	}
 	if _, keys := assignmentsRequest(1, 42, big); len(keys) != maxAssignmentsPerRequest {
 		t.Errorf("%d assignments in one request", len(keys))
+	}
+}
+
+// TestDirAssignerRescan: a replica moved to another log dir (KIP-113) with
+// no metadata change is reported once the mover asks for a rescan.
+func TestDirAssignerRescan(t *testing.T) {
+	img := dirImage(t, metadatacache.MV3_7_IV2)
+	dirs := map[string][16]byte{"/a": {0xa}, "/b": {0xb}}
+	var moved atomic.Bool
+	logDirOf := func(tp storage.TopicPartition) (string, bool) {
+		switch {
+		case tp.Partition == 1 && moved.Load():
+			return "/b", true
+		case tp.Partition == 1:
+			return "/a", true
+		case tp.Partition == 2:
+			return "/b", true
+		}
+		return "", false // partition 0: no local log
+	}
+	sent := make(chan *kmsg.AssignReplicasToDirsRequest, 4)
+	send := func(_ context.Context, r kmsg.Request) (kmsg.Response, error) {
+		req := r.(*kmsg.AssignReplicasToDirsRequest)
+		sent <- req
+		return req.ResponseKind(), nil
+	}
+	a := newDirAssigner(1, dirs, logDirOf, func() int64 { return 5 }, send, zap.NewNop())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.run(ctx)
+	a.onImage(nil, img)
+	select {
+	case r := <-sent:
+		t.Fatalf("nothing is misassigned, yet sent %+v", r)
+	case <-time.After(100 * time.Millisecond):
+	}
+	moved.Store(true)
+	a.rescan()
+	select {
+	case r := <-sent:
+		if len(r.Directories) != 1 || r.Directories[0].ID != ([16]byte{0xb}) || r.Directories[0].Topics[0].Partitions[0].Partition != 1 {
+			t.Fatalf("request %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no AssignReplicasToDirs after the rescan")
 	}
 }

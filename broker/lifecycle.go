@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,11 @@ type lifecycle struct {
 	// offlineDirs, when set, lists the directory ids of failed log dirs
 	// (KIP-112), sent in every heartbeat.
 	offlineDirs func() [][16]byte
+	// cordonedDirs, when set, lists the directory ids of the cordoned log
+	// dirs (KIP-1066) and whether the metadata.version has them (4.3-IV0):
+	// sent in heartbeats once the broker has caught up (RECOVERY), null
+	// before and below that version.
+	cordonedDirs func() ([][16]byte, bool)
 
 	unfencedOnce sync.Once
 	unfenced     chan struct{}
@@ -52,6 +58,13 @@ type lifecycle struct {
 		epoch    int64
 		fenced   bool
 		shutdown bool // asked for controlled shutdown
+		// reported are the offline dirs a heartbeat the controller
+		// answered without error carried (BrokerLifecycleManager's
+		// offlineDirs map, dir -> communicated).
+		reported map[[16]byte]bool
+		caughtUp bool // a heartbeat answered IsCaughtUp (Kafka's RECOVERY)
+		// lastCordoned are the cordoned log dirs last applied.
+		lastCordoned []string
 	}
 	stopped chan struct{}
 }
@@ -136,7 +149,13 @@ func (l *lifecycle) heartbeatLoop(ctx context.Context) bool {
 		req.BrokerID = l.registration.BrokerID
 		req.BrokerEpoch = l.mu.epoch
 		req.WantShutdown = l.mu.shutdown
+		caughtUp := l.mu.caughtUp
 		l.mu.Unlock()
+		if l.cordonedDirs != nil && caughtUp {
+			if ids, ok := l.cordonedDirs(); ok {
+				req.CordonedLogDirs = append([][16]byte{}, ids...) // non-null: reported
+			}
+		}
 		req.CurrentMetadataOffset = l.metadataOffset()
 		if l.offlineDirs != nil {
 			req.OfflineLogDirs = l.offlineDirs()
@@ -156,6 +175,13 @@ func (l *lifecycle) heartbeatLoop(ctx context.Context) bool {
 			default:
 				l.mu.Lock()
 				l.mu.fenced = resp.IsFenced
+				l.mu.caughtUp = l.mu.caughtUp || resp.IsCaughtUp
+				for _, d := range req.OfflineLogDirs {
+					if l.mu.reported == nil {
+						l.mu.reported = make(map[[16]byte]bool)
+					}
+					l.mu.reported[d] = true
+				}
 				l.mu.Unlock()
 				if !resp.IsFenced {
 					l.unfencedOnce.Do(func() {
@@ -197,6 +223,23 @@ func (l *lifecycle) beginShutdown() {
 	l.poke()
 }
 
+// dirFailed is BrokerLifecycleManager.propagateDirectoryFailure: the next
+// heartbeat goes now (it carries the dir in OfflineLogDirs), and if no
+// heartbeat carrying dir has been answered within timeout
+// (log.dir.failure.timeout.ms, KIP-858), onTimeout runs: the broker must not
+// keep leading partitions in a dir the controller does not know failed.
+func (l *lifecycle) dirFailed(dir [16]byte, timeout time.Duration, onTimeout func()) {
+	l.poke()
+	time.AfterFunc(timeout, func() {
+		l.mu.Lock()
+		done := l.mu.reported[dir]
+		l.mu.Unlock()
+		if !done {
+			onTimeout()
+		}
+	})
+}
+
 // poke sends the next heartbeat now.
 func (l *lifecycle) poke() {
 	select {
@@ -209,4 +252,17 @@ func (l *lifecycle) epoch() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.mu.epoch
+}
+
+// cordonedChanged sends the next heartbeat now when the cordoned log dirs
+// changed (a dynamic cordoned.log.dirs), so that the controller knows
+// before it places the next replicas.
+func (l *lifecycle) cordonedChanged(dirs []string) {
+	l.mu.Lock()
+	changed := !slices.Equal(l.mu.lastCordoned, dirs)
+	l.mu.lastCordoned = slices.Clone(dirs)
+	l.mu.Unlock()
+	if changed {
+		l.poke()
+	}
 }

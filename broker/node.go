@@ -102,6 +102,9 @@ type Node struct {
 	shutdownErr  error
 
 	fatal chan error // cap 1: see Fatal
+	// stopAsked (cap 1) asks the process for a graceful shutdown
+	// (ShutdownRequested).
+	stopAsked chan error
 
 	// Metrics (metrics.go). started is set once Start succeeded: the
 	// collector reads the fields above only then.
@@ -122,7 +125,7 @@ func NewNode(nc NodeConfig) (*Node, error) {
 	if nc.FS == nil {
 		nc.FS = vfs.Default
 	}
-	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), requestMetrics: newRequestMetrics(), flushTime: newFlushTime()}
+	n := &Node{nc: nc, cfg: nc.Config, logger: nc.Logger, fatal: make(chan error, 1), stopAsked: make(chan error, 1), requestMetrics: newRequestMetrics(), flushTime: newFlushTime()}
 	n.registry = newMetricsRegistry(n)
 	if nc.LogLevels != nil {
 		// Known before they first log, so that their levels can be set
@@ -142,6 +145,19 @@ var nodeLoggers = []string{"broker", "controller", "controller-channel", "contro
 // (ReplicaManager.handleLogDirFailure). Kafka halts the process; the caller
 // should exit without a clean shutdown.
 func (n *Node) Fatal() <-chan error { return n.fatal }
+
+// ShutdownRequested delivers the reason the node asks to be shut down
+// gracefully (the caller runs Shutdown), as Kafka's BrokerServer runs its
+// shutdown on a new thread: a failed log dir that could not be reported to
+// the controller within log.dir.failure.timeout.ms (KIP-858).
+func (n *Node) ShutdownRequested() <-chan error { return n.stopAsked }
+
+func (n *Node) askShutdown(err error) {
+	select {
+	case n.stopAsked <- err:
+	default:
+	}
+}
 
 func (n *Node) fail(err error) {
 	select {
@@ -297,7 +313,14 @@ func (n *Node) start(ctx context.Context) error {
 			OnDirFailure: func(dir string) {
 				n.logger.Error("log directory failed and is offline", zap.String("dir", dir))
 				if n.lifecycle != nil {
-					n.lifecycle.poke()
+					// KIP-858: the controller moves the dir's partitions
+					// away (controller/logdirs.go) once a heartbeat tells it;
+					// a broker that cannot tell it in time stops.
+					id := n.nc.DirectoryIDs[dir]
+					n.lifecycle.dirFailed(id, time.Duration(cfg.Long("log.dir.failure.timeout.ms"))*time.Millisecond, func() {
+						n.askShutdown(fmt.Errorf("shutting down because couldn't communicate offline log dir %s (%s) with controllers within log.dir.failure.timeout.ms",
+							dir, config.UUID(id)))
+					})
 				}
 				if n.logs == nil {
 					return // loading: start() decides below
@@ -409,6 +432,7 @@ func (n *Node) start(ctx context.Context) error {
 	n.broker.replQuotas = newReplicationQuotas(cfg, n.logger.Named("replication-quotas"))
 	n.cache.Subscribe(n.broker.replQuotas.onImage)
 	n.broker.replQuotas.onImage(nil, n.cache.Image())
+	var dirAssign *dirAssigner
 	n.replicas = replication.New(replication.Config{
 		NodeID:                   cfg.NodeID,
 		LeaderQuota:              n.broker.replQuotas.leader,
@@ -428,13 +452,21 @@ func (n *Node) start(ctx context.Context) error {
 			}
 			return "", false
 		},
+		// KIP-113: a replica moved to another log dir is reported to the
+		// controller (AssignReplicasToDirs).
+		OnLogMoved: func(storage.TopicPartition) {
+			if dirAssign != nil {
+				dirAssign.rescan()
+			}
+		},
+		AlterLogDirsQuota: n.broker.replQuotas.alterLogDirs,
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)
 	// KIP-858: report replicas whose log is not in the directory the
 	// metadata names (dir_assignments.go); after the replica manager, which
 	// creates the logs of new replicas from the same image.
-	dirAssign := newDirAssigner(cfg.NodeID, n.nc.DirectoryIDs, n.logs.LogDirOf, func() int64 { return n.lifecycle.epoch() },
+	dirAssign = newDirAssigner(cfg.NodeID, n.nc.DirectoryIDs, n.logs.LogDirOf, func() int64 { return n.lifecycle.epoch() },
 		n.channel.Request, n.logger.Named("dir-assignments"))
 	n.cache.Subscribe(dirAssign.onImage)
 	n.broker.peers = newBrokerClients(cfg.NodeID, cfg.InterBrokerListenerName, n.cache.Image, n.broker.Handle,
@@ -475,12 +507,35 @@ func (n *Node) start(ctx context.Context) error {
 		}
 		return ids
 	}
+	// KIP-1066: cordoned log dirs take no new replicas (cordoned.go).
+	n.lifecycle.cordonedDirs = func() ([][16]byte, bool) {
+		img := n.cache.Image()
+		if img == nil || img.MetadataVersion() < metadatacache.MV4_3_IV0 {
+			return nil, false
+		}
+		var ids [][16]byte
+		for _, dir := range effectiveCordonedDirs(cfg, img) {
+			if id, ok := n.nc.DirectoryIDs[dir]; ok && !n.logs.DirOffline(dir) {
+				ids = append(ids, id)
+			}
+		}
+		return ids, true
+	}
+	applyCordoned := func(_, img *metadatacache.Image) {
+		dirs := effectiveCordonedDirs(cfg, img)
+		n.logs.SetCordonedDirs(dirs)
+		n.lifecycle.cordonedChanged(dirs)
+	}
+	n.cache.Subscribe(applyCordoned)
+	applyCordoned(nil, n.cache.Image())
 	// Replication between brokers (replication/fetcher_manager.go): replica
 	// fetchers on inter.broker.listener.name, ISR changes through the
 	// controller channel (Config.Controller), the HW checkpoint.
 	rc := replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg)
 	rc.ClientOptions = ibOpts
 	n.replicas.StartReplication(rc)
+	// Moves between log dirs that a restart interrupted go on (KIP-113).
+	n.replicas.ResumeLogDirMoves()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -19,9 +19,9 @@ package broker
 // The replica manager enforces them (replication.Config.LeaderQuota and
 // FollowerQuota): the leader leaves throttled partitions of out-of-sync
 // followers out of its Fetch answers while its rate is exceeded, and the
-// fetchers leave theirs out of their requests. Nothing moves replicas
-// between log dirs yet, so the alter-log-dirs quota has a bound and a
-// metric but nothing records into it.
+// fetchers leave theirs out of their requests. The alter-log-dirs quota
+// throttles the copies of replicas moving between log dirs (KIP-113,
+// replication.Config.AlterLogDirsQuota, replication/alterlogdirs.go).
 
 import (
 	"strconv"

@@ -20,6 +20,8 @@ var actedKeys = append([]string{
 	"security.inter.broker.protocol",
 	"log.dirs",
 	"log.dir",
+	"cordoned.log.dirs",          // KIP-1066 (broker/cordoned.go)
+	"log.dir.failure.timeout.ms", // KIP-858 (broker/lifecycle.go)
 	"metadata.log.dir",
 	"num.partitions",
 	"default.replication.factor",

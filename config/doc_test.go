@@ -127,8 +127,8 @@ func renderConfigDoc() string {
 	p("  in the topics' `leader.replication.throttled.replicas` (`*` or `partition:broker` pairs);\n")
 	p("- `follower.replication.throttled.rate`: what a follower fetches for its out-of-sync replicas in\n")
 	p("  `follower.replication.throttled.replicas`;\n")
-	p("- `replica.alter.log.dirs.io.max.bytes.per.second`: accepted, not enforced (replicas are not\n")
-	p("  moved between log dirs yet).\n\n")
+	p("- `replica.alter.log.dirs.io.max.bytes.per.second`: what the copies of replicas moving between\n")
+	p("  log dirs (AlterReplicaLogDirs, KIP-113) move together.\n\n")
 	p("The rates are measured over `replication.quota.window.num` windows of\n")
 	p("`replication.quota.window.size.seconds` (Kafka's SimpleRate).\n\n")
 

@@ -295,6 +295,16 @@ func (c *Controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 				recs = brokerControlledShutdownRecords(s, mv, id, b.epoch)
 			}
 		}
+		// KIP-858: a newly failed log dir moves its partitions off the
+		// broker (handleDirectoriesOffline, logdirs.go).
+		if mv := s.metadataVersion(); directoryAssignmentSupported(mv) {
+			if dr := directoriesOfflineRecords(s, mv, id, b.epoch, req.OfflineLogDirs); len(dr) > 0 {
+				recs = append(recs, dr...)
+				online := dr[len(dr)-1].(*metadatacache.BrokerRegistrationChangeRecord).LogDirs
+				c.log.Warn("directories in broker marked offline", zap.Int32("broker", id),
+					zap.Int("partition_changes", len(dr)-1), zap.Int("remaining_dirs", len(online)))
+			}
+		}
 		if r := c.cordonedDirsRecord(s.metadataVersion(), id, b.epoch, req); r != nil {
 			recs = append(recs, r)
 		}

@@ -196,6 +196,9 @@ func (c *Controller) validateConfigChange(s *state, res configResource, recs []m
 			return newAPIError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.name)
 		}
 	case resourceBroker:
+		if e := cordonedDirsDisabled(s, recs); e != nil {
+			return e
+		}
 		if res.name == "" {
 			return c.validateBrokerConfigs(recs)
 		}

@@ -107,7 +107,9 @@ type changeBuilder struct {
 // at the partition's current value.
 func (s *state) newChangeBuilder(mv int16, t *topicState, pid int32, p *partitionState, acceptable func(int32) bool) *changeBuilder {
 	return &changeBuilder{
-		mv: mv, topicID: t.id, pid: pid, p: p, acceptable: acceptable,
+		// Every election also asks that the replica's log dir be online
+		// (LeaderAcceptor, logdirs.go).
+		mv: mv, topicID: t.id, pid: pid, p: p, acceptable: s.leaderAcceptor(p, acceptable),
 		minISR: s.effectiveMinISR(t), elr: s.elrEnabled(), uncleanShutdown: -1,
 		targetIsr: p.isr, targetElr: p.elr, targetLastKnownElr: p.lastKnownElr,
 		targetLRS: p.leaderRecoveryState,

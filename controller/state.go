@@ -83,6 +83,9 @@ type brokerState struct {
 	fenced               bool
 	inControlledShutdown bool
 	logDirs              [][16]byte
+	// cordoned are the log dirs the broker reported cordoned (KIP-1066);
+	// nil until it has.
+	cordoned [][16]byte
 	// registerOffset is the offset of the broker's last RegisterBrokerRecord.
 	registerOffset int64
 }
@@ -184,13 +187,14 @@ func (s *state) brokerIDs() []int32 {
 }
 
 // usableBrokers lists the brokers the placer may use: every registered
-// broker not in controlled shutdown, fenced ones included (the placer puts
-// them last and never makes them leader).
+// broker not in controlled shutdown and not with every log dir cordoned
+// (KIP-1066, logdirs.go), fenced ones included (the placer puts them last
+// and never makes them leader).
 func (s *state) usableBrokers() []usableBroker {
 	out := make([]usableBroker, 0, len(s.brokers))
 	for _, id := range s.brokerIDs() {
 		b := s.brokers[id]
-		if b.inControlledShutdown {
+		if b.inControlledShutdown || s.allDirsCordoned(b) {
 			continue
 		}
 		out = append(out, usableBroker{id: id, rack: b.rack, fenced: b.fenced})
@@ -350,7 +354,7 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 		s.brokers[r.BrokerID] = &brokerState{
 			id: r.BrokerID, epoch: r.BrokerEpoch, incarnation: r.IncarnationID, rack: r.Rack,
 			fenced: r.Fenced, inControlledShutdown: r.InControlledShutdown, logDirs: r.LogDirs,
-			registerOffset: offset,
+			cordoned: r.CordonedLogDirs, registerOffset: offset,
 		}
 	case *metadatacache.RegisterControllerRecord:
 		cs := &controllerState{id: r.ControllerID, incarnation: r.IncarnationID, features: make(map[string][2]int16, len(r.Features))}
@@ -371,7 +375,15 @@ func (s *state) replay(offset int64, r metadatacache.Record) error {
 	case *metadatacache.UnfenceBrokerRecord:
 		return s.changeBroker(r.ID, r.Epoch, -1, 0, nil)
 	case *metadatacache.BrokerRegistrationChangeRecord:
-		return s.changeBroker(r.BrokerID, r.BrokerEpoch, r.Fenced, r.InControlledShutdown, r.LogDirs)
+		if err := s.changeBroker(r.BrokerID, r.BrokerEpoch, r.Fenced, r.InControlledShutdown, r.LogDirs); err != nil {
+			return err
+		}
+		if r.CordonedLogDirs != nil {
+			// a non-null CordonedLogDirs replaces them (KIP-1066)
+			nb := *s.brokers[r.BrokerID]
+			nb.cordoned = r.CordonedLogDirs
+			s.brokers[r.BrokerID] = &nb
+		}
 	case *metadatacache.ProducerIdsRecord:
 		if s.producerIDsSet && r.NextProducerID <= s.nextProducerID {
 			return fmt.Errorf("ProducerIdsRecord: next producer id %d is not greater than %d", r.NextProducerID, s.nextProducerID)

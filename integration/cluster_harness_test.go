@@ -51,6 +51,10 @@ type ClusterOptions struct {
 	// NodeEnv, when set, adds node id's own variables after Env (a
 	// per-node control file, say).
 	NodeEnv func(id int32) []string
+	// NodeDirOverrides, when set, adds node id's own properties after
+	// NodeOverrides; dir is the node's directory (its DataDir is dir/data),
+	// e.g. a second log dir under it.
+	NodeDirOverrides func(id int32, dir string) map[string]string
 	// NoWait returns before the nodes are ready.
 	NoWait bool
 	// FormatArgs, when set, formats every node with `format -t <cluster id>
@@ -231,6 +235,11 @@ func newClusterBroker(t testing.TB, n *ClusterNode, o ClusterOptions, ports []in
 	}
 	if o.NodeOverrides != nil {
 		for k, v := range o.NodeOverrides(n.ID) {
+			ov[k] = v
+		}
+	}
+	if o.NodeDirOverrides != nil {
+		for k, v := range o.NodeDirOverrides(n.ID, dir) {
 			ov[k] = v
 		}
 	}

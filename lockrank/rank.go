@@ -67,6 +67,7 @@ const (
 	FetchSessions    Rank = 1011 // replication.sessionCache.mu
 	ProducerIDBlocks Rank = 1012 // replication.producerIDs.mu
 	FetcherParts     Rank = 1013 // replication.replicaFetcher.mu
+	LogMovers        Rank = 1017 // replication.ReplicaManager.moversMu
 	CacheNotify      Rank = 1020 // metadatacache.Cache.notifyMu
 	RaftTransport    Rank = 1030 // raft.ClientTransport.mu
 	CoordinatorLoop  Rank = 1040 // coordinator.loop.mu
@@ -107,7 +108,7 @@ var names = map[Rank]string{
 	CleanerThrottle: "storage.throttler.mu (a leaf)", MemNode: "vfs.memNode.mu (a leaf)",
 	FaultSwitch: "vfs.Switch.mu (a leaf)", LoadErrors: "storage.Manager.loadDir emu (a leaf)", Watchers: "replication.watchers.mu (a leaf)",
 	FetchSessions: "replication.sessionCache.mu (a leaf)", ProducerIDBlocks: "replication.producerIDs.mu (a leaf)",
-	FetcherParts: "replication.replicaFetcher.mu (a leaf)", CacheNotify: "metadatacache.Cache.notifyMu (a leaf)",
+	FetcherParts: "replication.replicaFetcher.mu (a leaf)", LogMovers: "replication.ReplicaManager.moversMu (a leaf)", CacheNotify: "metadatacache.Cache.notifyMu (a leaf)",
 	RaftTransport: "raft.ClientTransport.mu (a leaf)", CoordinatorLoop: "coordinator.loop.mu (a leaf)",
 	ManualClock: "coordinator.ManualClock.mu (a leaf)", MemLog: "coordinator.MemLog.mu (a leaf)",
 	TxnCoordinator: "txn.Coordinator.mu (a leaf)", ConnSet: "protocol.Server.mu (a leaf)",

@@ -35,6 +35,9 @@ type fetchPhase uint8
 const (
 	phaseFetching fetchPhase = iota // fetching at fetchOffset
 	phaseFenced                     // FENCED_LEADER_EPOCH: waits for new metadata
+	// phaseFailed: the partition's log dir failed (KIP-112); it is not
+	// fetched again (AbstractFetcherThread.markPartitionFailed).
+	phaseFailed
 )
 
 // fetchState is one followed partition in a fetcher (PartitionFetchState).
@@ -411,6 +414,13 @@ func (f *replicaFetcher) processPartition(ctx context.Context, conn LeaderConn, 
 			}
 		}
 		if err != nil {
+			if errors.Is(err, kerr.KafkaStorageError) {
+				// The log dir is offline: stop fetching the partition
+				// (the controller takes it off this broker, KIP-858).
+				f.logger.Error("the partition's log dir failed; no longer fetching it", append(log, zap.Error(err))...)
+				f.update(s.tp, k, func(st *fetchState) { st.phase = phaseFailed })
+				return
+			}
 			if !errors.Is(err, errStaleFetch) {
 				f.logger.Warn("processing fetched data failed", append(log, zap.Error(err))...)
 			}

@@ -258,7 +258,9 @@ func (m *fetcherManager) sync(changed, removed []*Partition) {
 			continue // a recreated topic's new Partition may hold the name
 		}
 		p.mu.RLock()
-		follow := !p.isLeader && p.log != nil && p.leader >= 0
+		// A log in a failed log dir is not followed (KIP-112: its
+		// partition is offline on this broker until it restarts).
+		follow := !p.isLeader && p.log != nil && !p.log.Offline() && p.leader >= 0
 		leader, epoch := p.leader, p.leaderEpoch
 		p.mu.RUnlock()
 		a, ok := m.assigned[p.tp]

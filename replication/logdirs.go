@@ -23,7 +23,9 @@ type LogDirLister interface {
 // DescribeLogDirs serves DescribeLogDirs (ReplicaManager.describeLogDirs):
 // one entry per log dir (its absolute path) listing every topic with logs
 // in it and, of those, the requested partitions (all when Topics is null)
-// with their size in bytes, offset lag 0 and is_future false; v4 adds the
+// with their size in bytes, offset lag 0 and is_future false, and the future
+// replicas of moves between log dirs (KIP-113) with is_future true and their
+// lag behind the current replica; v4 adds the
 // file system's total and usable bytes (statfs; Long.MAX_VALUE when the
 // value overflows, as Kafka's adjustForLargeFileSystems does). A dir that
 // cannot be examined, or is offline, answers KAFKA_STORAGE_ERROR with no
@@ -43,17 +45,30 @@ func (rm *ReplicaManager) DescribeLogDirs(req *kmsg.DescribeLogDirsRequest) *kms
 			}
 		}
 	}
-	byDir := map[string][]storage.TopicPartition{}
+	type replica struct {
+		tp     storage.TopicPartition
+		log    *storage.Log
+		future bool // KIP-113: the future replica of a move between log dirs
+	}
+	byDir := map[string][]replica{}
 	logs := lister.Logs()
-	for tp, l := range logs {
+	add := func(tp storage.TopicPartition, l *storage.Log, future bool) {
 		if tp.Topic == "__cluster_metadata" {
-			continue
+			return
 		}
 		dir, err := filepath.Abs(filepath.Dir(l.Dir()))
 		if err != nil {
 			dir = filepath.Dir(l.Dir())
 		}
-		byDir[dir] = append(byDir[dir], tp)
+		byDir[dir] = append(byDir[dir], replica{tp, l, future})
+	}
+	for tp, l := range logs {
+		add(tp, l, false)
+	}
+	if fl, ok := rm.cfg.Logs.(FutureLogManager); ok {
+		for tp, l := range fl.FutureLogs() {
+			add(tp, l, true)
+		}
 	}
 	for _, d := range lister.LogDirs() {
 		abs, err := filepath.Abs(d)
@@ -72,11 +87,12 @@ func (rm *ReplicaManager) DescribeLogDirs(req *kmsg.DescribeLogDirsRequest) *kms
 		if req.Version >= 4 {
 			rd.TotalBytes, rd.UsableBytes = diskSpace(abs)
 		}
-		tps := byDir[abs]
-		slices.SortFunc(tps, func(a, b storage.TopicPartition) int {
-			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		reps := byDir[abs]
+		slices.SortFunc(reps, func(a, b replica) int {
+			return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
 		})
-		for _, tp := range tps {
+		for _, r := range reps {
+			tp := r.tp
 			if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != tp.Topic {
 				t := kmsg.NewDescribeLogDirsResponseDirTopic()
 				t.Topic = tp.Topic
@@ -88,7 +104,15 @@ func (rm *ReplicaManager) DescribeLogDirs(req *kmsg.DescribeLogDirsRequest) *kms
 			}
 			p := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			p.Partition = tp.Partition
-			p.Size = logs[tp].Size()
+			p.Size = r.log.Size()
+			if r.future {
+				// getLogEndOffsetLag: how far the future replica is behind
+				// the current one
+				p.IsFuture = true
+				if cur, ok := logs[tp]; ok {
+					p.OffsetLag = max(cur.LogEndOffset()-r.log.LogEndOffset(), 0)
+				}
+			}
 			t := &rd.Topics[len(rd.Topics)-1]
 			t.Partitions = append(t.Partitions, p)
 		}

@@ -57,6 +57,15 @@ type Config struct {
 	// for this broker (KIP-858; LogManager.getOrCreateLog's
 	// targetLogDirectoryId), else to the least loaded dir.
 	LogDirByID func(id [16]byte) (string, bool)
+	// OnLogMoved, when set, is called after a replica moved to another
+	// log dir (alterlogdirs.go), without locks: the broker reports the new
+	// directory to the controller.
+	OnLogMoved func(tp storage.TopicPartition)
+	// AlterLogDirsQuota throttles the copies of replicas moving between
+	// log dirs (QuotaFactory's alter-log-dirs ReplicationQuotaManager,
+	// replica.alter.log.dirs.io.max.bytes.per.second; alterlogdirs.go);
+	// nil: unthrottled.
+	AlterLogDirsQuota ReplicaQuota
 
 	// LeaderQuota and FollowerQuota are the replication throttles
 	// (QuotaFactory's leader and follower ReplicationQuotaManagers,
@@ -122,6 +131,11 @@ type ReplicaManager struct {
 	txn atomic.Pointer[TxnSettings] // KIP-890 verification (txn.go)
 
 	replicationExt // replica fetchers, ISR changes, HW checkpoint (fetcher_manager.go)
+
+	// moversMu guards movers: the partitions whose replica is being moved
+	// to another log dir (alterlogdirs.go). A leaf.
+	moversMu lockrank.Mutex
+	movers   map[storage.TopicPartition]bool
 }
 
 // New returns a ReplicaManager holding no partitions; OnImage gives it some.
@@ -144,6 +158,9 @@ func New(cfg Config) *ReplicaManager {
 	if cfg.FollowerQuota == nil {
 		cfg.FollowerQuota = unthrottled{}
 	}
+	if cfg.AlterLogDirsQuota == nil {
+		cfg.AlterLogDirsQuota = unthrottled{}
+	}
 	rm := &ReplicaManager{
 		cfg:        cfg,
 		logger:     cfg.Logger,
@@ -155,6 +172,7 @@ func New(cfg Config) *ReplicaManager {
 		sessions:   newSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction),
 	}
 	rm.mu.SetRank(lockrank.ReplicaManager)
+	rm.moversMu.SetRank(lockrank.LogMovers)
 	rm.isr.nowFn = cfg.Now
 	rm.pids = &producerIDs{nodeID: cfg.NodeID, controller: cfg.Controller, brokerEpoch: cfg.BrokerEpoch,
 		logger: cfg.Logger, closed: rm.closed}

@@ -106,6 +106,11 @@ func (m *Manager) dirFailed(dir string, cause error) {
 			logs = append(logs, ml.log)
 		}
 	}
+	for _, ml := range m.mu.futures {
+		if ml.dir == dir {
+			logs = append(logs, ml.log)
+		}
+	}
 	m.mu.Unlock()
 	for _, l := range logs {
 		l.setOffline()

@@ -91,10 +91,19 @@ type Manager struct {
 		// released: partitions deleted since the start, which a log dir that
 		// could not be listed at startup is no longer asked for (offlineDirLocked)
 		released map[TopicPartition]bool
+		// futures are the future logs of replicas moving to another log dir
+		// (KIP-113, future.go), by partition.
+		futures map[TopicPartition]*managedLog
+		// cordoned are the log dirs that take no new logs (KIP-1066,
+		// SetCordonedDirs).
+		cordoned map[string]bool
 	}
-	cleaner    cleanerState
-	dirDeletes dirDeletions   // -delete directories waiting for removal (delete.go)
-	ckptMu     lockrank.Mutex // serializes checkpoint file writes; taken before mu
+	// loadingFutures are the -future directories loadDir found, resolved
+	// once every dir is loaded (resolveFutureLogs); OpenManager's only.
+	loadingFutures []foundFuture
+	cleaner        cleanerState
+	dirDeletes     dirDeletions   // -delete directories waiting for removal (delete.go)
+	ckptMu         lockrank.Mutex // serializes checkpoint file writes; taken before mu
 
 	hadClean  map[string]bool
 	prevEpoch int64
@@ -187,6 +196,7 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 	m.mu.logs = map[TopicPartition]*managedLog{}
 	m.mu.offline = map[string]bool{}
 	m.mu.released = map[TopicPartition]bool{}
+	m.mu.futures = map[TopicPartition]*managedLog{}
 	m.initCleaner()
 	m.mu.brokerEpoch = o.BrokerEpoch
 	now := o.Now().UnixMilli()
@@ -207,6 +217,11 @@ func OpenManager(o ManagerOptions) (*Manager, error) {
 			m.loadFailed(dir, parts, listed, err)
 		}
 	}
+	if err := m.resolveFutureLogs(m.loadingFutures); err != nil {
+		m.closeLogs()
+		return nil, err
+	}
+	m.loadingFutures = nil
 	if err := m.allDirsFailed(); err != nil {
 		m.closeLogs()
 		return nil, err
@@ -371,8 +386,13 @@ func (m *Manager) loadDir(dir string) (parts []TopicPartition, listed bool, _ er
 			// file.delete.delay.ms from now (delete.go)
 			m.scheduleDirDeletion(filepath.Join(dir, name), dir, nil)
 			continue
+		case suffix == "-future":
+			// a move between log dirs (future.go): resumed or promoted once
+			// every dir is loaded
+			m.loadingFutures = append(m.loadingFutures, foundFuture{tp: tp, dir: dir, path: filepath.Join(dir, name), hadCleanSD: clean})
+			continue
 		case suffix != "":
-			continue // -stray and -future logs are not served
+			continue // -stray logs are not served
 		}
 		m.mu.Lock()
 		_, dup := m.mu.logs[tp]
@@ -552,9 +572,14 @@ func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if len(dirs) == 0 {
 		return nil, &StorageError{Dir: tp.DirName(), Err: errors.New("every log dir is offline")}
 	}
+	preferOnline := prefer != "" && slices.Contains(dirs, prefer)
+	// KIP-1066: a new log avoids cordoned dirs while another one is open
+	if open := slices.DeleteFunc(slices.Clone(dirs), func(d string) bool { return m.mu.cordoned[d] }); len(open) > 0 {
+		dirs = open
+	}
 	sort.SliceStable(dirs, func(i, j int) bool { return counts[dirs[i]] < counts[dirs[j]] })
 	dir := dirs[0]
-	if prefer != "" && slices.Contains(dirs, prefer) {
+	if preferOnline {
 		dir = prefer
 	}
 	if cfg.SegmentBytes == 0 {
@@ -578,6 +603,19 @@ func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	m.mu.logs[tp] = &managedLog{log: l, dir: dir}
 	m.logger.Info("created log", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.String("dir", dir))
 	return l, nil
+}
+
+// SetCordonedDirs sets the log dirs that take no new log (KIP-1066,
+// cordoned.log.dirs): a new log goes to another online dir unless every
+// online dir is cordoned or the caller names the dir (GetOrCreateLogIn).
+func (m *Manager) SetCordonedDirs(dirs []string) {
+	c := make(map[string]bool, len(dirs))
+	for _, d := range dirs {
+		c[d] = true
+	}
+	m.mu.Lock()
+	m.mu.cordoned = c
+	m.mu.Unlock()
 }
 
 // offlineDirLocked finds a partition without a log in a log dir that failed at
@@ -643,6 +681,10 @@ func deleteDirName(tp TopicPartition) string {
 // <topic>-<partition>.<uuid>-delete and removes it file.delete.delay.ms later
 // (LogManager.asyncDelete; delete.go).
 func (m *Manager) DeleteLog(tp TopicPartition) error {
+	// a move between log dirs stops with the partition (future.go)
+	if err := m.DeleteFutureLog(tp); err != nil {
+		m.logger.Warn("deleting the future log failed", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Error(err))
+	}
 	m.mu.Lock()
 	ml, ok := m.mu.logs[tp]
 	if ok {
@@ -849,6 +891,11 @@ func (m *Manager) Start(tick time.Duration) {
 func (m *Manager) closeLogs() error {
 	var first error
 	for _, ml := range m.mu.logs {
+		if err := ml.log.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, ml := range m.mu.futures {
 		if err := ml.log.Close(); err != nil && first == nil {
 			first = err
 		}

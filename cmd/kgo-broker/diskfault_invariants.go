@@ -13,6 +13,8 @@ package main
 //	                        (uniform in [d, max] with a max) before it runs
 //	fail                    every write, sync, truncate, rename, remove and
 //	                        directory change under the log dirs fails with EIO
+//	fail <dir>              the same under one log dir only (a JBOD disk
+//	                        failure, KIP-858: integration/jbod_test.go)
 //
 // The file is re-read on a short ticker into an atomic, never per
 // operation: the injector itself costs one atomic load. A test flips the
@@ -62,7 +64,10 @@ func diskFaultFS(cfg *config.Config, logger *zap.Logger) vfs.FS {
 type diskMode struct {
 	kind     string // "ok", "slow" or "fail"
 	min, max time.Duration
-	line     string
+	// dir, for "fail <dir>", is the one dir that fails (cleaned, ending
+	// in a separator); empty: every log dir.
+	dir  string
+	line string
 }
 
 var diskModeOK = &diskMode{kind: "ok", line: "ok"}
@@ -97,6 +102,9 @@ func parseDiskMode(s string) (*diskMode, error) {
 	switch {
 	case f[0] == "ok" && len(f) == 1, f[0] == "fail" && len(f) == 1:
 		return m, nil
+	case f[0] == "fail" && len(f) == 2 && filepath.IsAbs(f[1]):
+		m.dir = filepath.Clean(f[1]) + string(filepath.Separator)
+		return m, nil
 	case f[0] == "slow" && len(f) == 2:
 		lo, hi, ranged := strings.Cut(f[1], "-")
 		var err error
@@ -111,7 +119,7 @@ func parseDiskMode(s string) (*diskMode, error) {
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("unknown disk fault mode %q (want ok, slow <d>[-<max>] or fail)", line)
+	return nil, fmt.Errorf("unknown disk fault mode %q (want ok, slow <d>[-<max>], fail or fail <absolute dir>)", line)
 }
 
 // reload reads the control file; a missing file is "ok", a bad one keeps
@@ -164,6 +172,15 @@ func (d *diskFault) under(path string) bool {
 	return false
 }
 
+// underDir reports whether path is dir (cleaned, ending in a separator) or
+// below it.
+func underDir(path, dir string) bool {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return strings.HasPrefix(filepath.Clean(path)+string(filepath.Separator), dir)
+}
+
 // inject is the vfs.Injector.
 func (d *diskFault) inject(op vfs.Op) vfs.Fault {
 	m := d.mode.Load()
@@ -179,7 +196,7 @@ func (d *diskFault) inject(op vfs.Op) vfs.Fault {
 	case "fail":
 		switch op.Kind {
 		case vfs.OpWrite, vfs.OpSync, vfs.OpTruncate, vfs.OpSyncDir, vfs.OpRename, vfs.OpRemove, vfs.OpMkdir:
-			if d.under(op.Path) {
+			if d.under(op.Path) && (m.dir == "" || underDir(op.Path, m.dir)) {
 				return vfs.Fault{Err: &os.PathError{Op: op.Kind.String(), Path: op.Path, Err: syscall.EIO}}
 			}
 		}

@@ -32,6 +32,7 @@ func TestParseDiskMode(t *testing.T) {
 		{in: "slow 500ms-200ms", bad: true},
 		{in: "slow -1s", bad: true},
 		{in: "fail now", bad: true},
+		{in: "fail /data/two", kind: "fail"},
 		{in: "broken", bad: true},
 	} {
 		m, err := parseDiskMode(tc.in)

@@ -336,6 +336,8 @@ func cmdServe(args, env []string, stdout, stderr io.Writer) int {
 		// so the next start recovers every log past its recovery point)
 		logger.Error("halting", zap.Error(err))
 		return 1
+	case err := <-n.ShutdownRequested():
+		logger.Error("shutting down", zap.Error(err))
 	}
 	stop()
 	logger.Info("shutting down", zap.Duration("timeout", o.ShutdownTimeout))

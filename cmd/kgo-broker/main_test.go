@@ -173,6 +173,8 @@ func (f *fakeNode) Start() error {
 
 func (f *fakeNode) Fatal() <-chan error { return nil }
 
+func (f *fakeNode) ShutdownRequested() <-chan error { return nil }
+
 func (f *fakeNode) Shutdown(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -19,6 +19,8 @@ type node interface {
 	// dir failed, or the metadata log dir did): main exits 1 at once, as Kafka
 	// halts.
 	Fatal() <-chan error
+	// ShutdownRequested delivers why the node asks for a graceful shutdown.
+	ShutdownRequested() <-chan error
 }
 
 // nodeConfig is what main hands the node (broker.NodeConfig's fields).
