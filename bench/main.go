@@ -177,6 +177,17 @@ func main() {
 		}
 		return
 	}
+	if v := os.Getenv("BENCH_SCALE"); v != "" && v != "0" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			log.Fatalf("BENCH_SCALE=%q: want a number of partitions", v)
+		}
+		if err := runScale(ctx, s, tmp, n); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(filepath.Join(s.OutDir, "scale-latest.md"))
+		return
+	}
 	if len(s.Profile) > 0 {
 		if err := runProfiles(ctx, s, tmp); err != nil {
 			log.Printf("profile: %v", err)
