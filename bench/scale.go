@@ -201,7 +201,9 @@ func runScale(ctx context.Context, s settings, tmp string, partitions int) error
 		p("Errors: Apache Kafka: %s; kgo-broker: %s\n\n", orDash(a.Err), orDash(g.Err))
 	}
 	p("| Metric | Apache Kafka | kgo-broker | kgo/kafka |\n|---|--:|--:|--:|\n")
-	row := func(name string, x, y float64) { p("| %s | %s | %s | %s |\n", name, fmtNum(x), fmtNum(y), fmtRatio(ratio(y, x))) }
+	row := func(name string, x, y float64) {
+		p("| %s | %s | %s | %s |\n", name, fmtNum(x), fmtNum(y), fmtRatio(ratio(y, x)))
+	}
 	row("create: CreateTopics until every partition has a leader, s", a.CreateSeconds, g.CreateSeconds)
 	row("idle RSS before the topics, MiB", mib(a.BaseRSS), mib(g.BaseRSS))
 	row("idle RSS with them, MiB", mib(a.IdleRSS), mib(g.IdleRSS))

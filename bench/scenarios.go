@@ -137,7 +137,7 @@ func scenarios(s settings) []scenario {
 				Size: size, Acks: "1", Parts: 32, Clients: 4, Records: n},
 			scenario{ID: fmt.Sprintf("rate-%s-p8", sizeName(size)), Kind: "rate",
 				Title: fmt.Sprintf("constant rate %s acks=1 p=8, 50%% of Kafka's gen maximum, e2e (franz-go)", sizeTitle(size)),
-				Size: size, Acks: "1", Parts: 8, Clients: 1, RateOf: gen, RatePct: 50,
+				Size:  size, Acks: "1", Parts: 8, Clients: 1, RateOf: gen, RatePct: 50,
 				Rate: map[int]float64{1024: 20000, 100: 50000}[size], RateSeconds: rateSecs})
 	}
 	out = append(out, scenario{ID: "gen-1k-acksall-p32-c4", Kind: "gen", Title: "gen 1 KiB acks=all idem p=32 ×4 producers (franz-go)",

@@ -112,6 +112,7 @@ func (r *fr) nstr() *string       { return r.r.CompactNullableString() }
 func (r *fr) arr() int32          { return r.r.CompactArrayLen() }
 func (r *fr) bytes() []byte       { return r.r.CompactBytes() }
 func (r *fr) uuid() (id [16]byte) { copy(id[:], r.r.Span(16)); return }
+
 // skipTags skips a tagged-field section. Each tag takes at least two
 // bytes, so a count beyond what is left is a bad record, not a loop of
 // four billion reads past its end.

@@ -25,7 +25,7 @@ func TestAlterLogDir(t *testing.T) {
 	defer logs.Close()
 	moved := make(chan storage.TopicPartition, 1)
 	rm := New(Config{NodeID: 1, Logs: logs, Now: time.Now,
-		OnLogMoved:       func(tp storage.TopicPartition) { moved <- tp },
+		OnLogMoved:        func(tp storage.TopicPartition) { moved <- tp },
 		AlterLogDirsQuota: &holdQuota{until: time.Now().Add(time.Second)}})
 	defer rm.Close()
 	cache := metadatacache.NewCache(metadatacache.Config{ClusterID: "test"})
@@ -102,5 +102,5 @@ func TestAlterLogDir(t *testing.T) {
 type holdQuota struct{ until time.Time }
 
 func (q *holdQuota) IsThrottled(string, int32) bool { return true }
-func (q *holdQuota) IsQuotaExceeded() bool         { return time.Now().Before(q.until) }
-func (q *holdQuota) Record(int64)                  {}
+func (q *holdQuota) IsQuotaExceeded() bool          { return time.Now().Before(q.until) }
+func (q *holdQuota) Record(int64)                   {}

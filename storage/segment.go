@@ -35,8 +35,8 @@ type segment struct {
 	missingIndex    bool // an index file did not exist when opened: rebuild
 	// inactive: the indexes were trimmed and got their final time index
 	// entry (onBecomeInactive); truncateTo preallocates them again.
-	inactive bool
-	txnRebuild      bool // recovered: the transaction index is rebuilt by the replay
+	inactive   bool
+	txnRebuild bool // recovered: the transaction index is rebuilt by the replay
 	// suffix follows every file name: "" for a live segment, ".cleaned" while the
 	// log cleaner writes it (LogFileUtils.CLEANED_FILE_SUFFIX), ".swap" while it is
 	// swapped in, ".deleted" once removed from the log and waiting for
