@@ -97,19 +97,9 @@ func (m *Manager) CreateFutureLog(tp TopicPartition, topicID [16]byte, cfg Confi
 	if cfg.SegmentBytes == 0 {
 		cfg = cur.log.Config()
 	}
-	l, err := OpenLog(LogOptions{FS: m.o.FS, Dir: filepath.Join(dir, futureDirName(tp)), Config: cfg, Now: m.o.Now,
-		Logger:           m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Bool("future", true)),
-		HadCleanShutdown: true, TopicID: topicID, OnIOError: func(err error) { m.dirFailed(dir, err) }, OnFlush: m.o.OnFlush})
-	if err == nil {
-		if err = m.o.FS.SyncDir(dir); err != nil {
-			l.Close()
-		}
-	}
+	l, err := m.createLogIn(dir, futureDirName(tp), topicID, cfg,
+		m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Bool("future", true)))
 	if err != nil {
-		if isIOError(err) {
-			go m.dirFailed(dir, err)
-			return nil, &StorageError{Dir: dir, Err: err}
-		}
 		return nil, err
 	}
 	m.mu.futures[tp] = &managedLog{log: l, dir: dir}

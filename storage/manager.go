@@ -585,9 +585,22 @@ func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if cfg.SegmentBytes == 0 {
 		cfg = m.o.Config
 	}
-	l, err := OpenLog(LogOptions{FS: m.o.FS, Dir: filepath.Join(dir, tp.DirName()), Config: cfg, Now: m.o.Now,
-		Logger:           m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition)),
-		HadCleanShutdown: true, TopicID: topicID, OnIOError: func(err error) { m.dirFailed(dir, err) }, OnFlush: m.o.OnFlush})
+	l, err := m.createLogIn(dir, tp.DirName(), topicID, cfg,
+		m.logger.With(zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition)))
+	if err != nil {
+		return nil, err
+	}
+	m.mu.logs[tp] = &managedLog{log: l, dir: dir}
+	m.logger.Info("created log", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.String("dir", dir))
+	return l, nil
+}
+
+// createLogIn opens a new log in directory name of log dir dir and syncs dir
+// so the new directory survives a crash; an I/O error fails dir.
+func (m *Manager) createLogIn(dir, name string, topicID [16]byte, cfg Config, logger *zap.Logger) (*Log, error) {
+	l, err := OpenLog(LogOptions{FS: m.o.FS, Dir: filepath.Join(dir, name), Config: cfg, Now: m.o.Now,
+		Logger: logger, HadCleanShutdown: true, TopicID: topicID,
+		OnIOError: func(err error) { m.dirFailed(dir, err) }, OnFlush: m.o.OnFlush})
 	if err == nil {
 		if err = m.o.FS.SyncDir(dir); err != nil {
 			l.Close()
@@ -600,8 +613,6 @@ func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 		}
 		return nil, err
 	}
-	m.mu.logs[tp] = &managedLog{log: l, dir: dir}
-	m.logger.Info("created log", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.String("dir", dir))
 	return l, nil
 }
 
