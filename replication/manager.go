@@ -295,30 +295,17 @@ func (rm *ReplicaManager) OnImage(_, img *metadatacache.Image) {
 		overrides := img.TopicConfig(t.Name)
 		cfgChanged := defaultsChanged || !maps.Equal(overrides, rm.topicCfgs[t.Name])
 		rm.topicCfgs[t.Name] = overrides
-		var cfg storage.Config
-		cfgDone := false
+		cfg := rm.lazyConfig(t.Name, overrides)
 		for _, mp := range t.Partitions {
 			if !mp.HasReplica(rm.cfg.NodeID) {
 				continue
 			}
-			tp := storage.TopicPartition{Topic: t.Name, Partition: mp.ID}
-			p, ok := rm.partitions[tp]
-			if ok && p.topicID != t.ID {
-				// Same name, new topic: the old one was deleted.
-				rm.removePartition(p)
-				removed = append(removed, p)
-				ok = false
+			keep[storage.TopicPartition{Topic: t.Name, Partition: mp.ID}] = true
+			p, replaced, changed := rm.hostPartition(t, mp, cfg, cfgChanged)
+			if replaced != nil {
+				removed = append(removed, replaced)
 			}
-			if !cfgDone {
-				cfg = rm.effectiveConfig(t.Name, overrides)
-				cfgDone = true
-			}
-			if !ok {
-				p = newPartition(tp, t.ID, rm.cfg.NodeID, &rm.isr)
-				rm.partitions[tp] = p
-			}
-			keep[tp] = true
-			if rm.applyPartition(p, mp, cfg, cfgChanged || !ok) {
+			if changed {
 				wake = append(wake, p)
 			}
 		}
@@ -372,35 +359,55 @@ func (rm *ReplicaManager) applyTopicChanges(prev, img *metadatacache.Image, ch *
 			pids = slices.Collect(maps.Keys(t.Partitions))
 			rm.topicCfgs[t.Name] = img.TopicConfig(t.Name)
 		}
-		var cfg storage.Config
-		cfgDone := false
+		cfg := rm.lazyConfig(t.Name, rm.topicCfgs[t.Name])
 		for _, pid := range pids {
 			mp := t.Partition(pid)
-			tp := storage.TopicPartition{Topic: t.Name, Partition: pid}
 			if mp == nil || !mp.HasReplica(rm.cfg.NodeID) {
-				drop(tp, id) // the replica moved away
+				drop(storage.TopicPartition{Topic: t.Name, Partition: pid}, id) // the replica moved away
 				continue
 			}
-			p, ok := rm.partitions[tp]
-			if ok && p.topicID != t.ID {
-				rm.removePartition(p)
-				removed = append(removed, p)
-				ok = false
+			p, replaced, changed := rm.hostPartition(t, mp, cfg, false)
+			if replaced != nil {
+				removed = append(removed, replaced)
 			}
-			if !cfgDone {
-				cfg = rm.effectiveConfig(t.Name, rm.topicCfgs[t.Name])
-				cfgDone = true
-			}
-			if !ok {
-				p = newPartition(tp, t.ID, rm.cfg.NodeID, &rm.isr)
-				rm.partitions[tp] = p
-			}
-			if rm.applyPartition(p, mp, cfg, !ok) {
+			if changed {
 				wake = append(wake, p)
 			}
 		}
 	}
 	return wake, removed
+}
+
+// lazyConfig returns a function computing the topic's effective config on
+// its first call: a topic without a replica here never needs it.
+func (rm *ReplicaManager) lazyConfig(topic string, overrides map[string]string) func() storage.Config {
+	var cfg *storage.Config
+	return func() storage.Config {
+		if cfg == nil {
+			c := rm.effectiveConfig(topic, overrides)
+			cfg = &c
+		}
+		return *cfg
+	}
+}
+
+// hostPartition moves this node's replica of partition mp of t to the state
+// mp says, creating the Partition when it is new or when its name now
+// belongs to a new topic (the old one was deleted: it is stopped, its log
+// deleted, and returned as replaced). changed reports whether anything
+// parked on p should re-check. rm.mu must be held.
+func (rm *ReplicaManager) hostPartition(t *metadatacache.Topic, mp *metadatacache.Partition, cfg func() storage.Config, cfgChanged bool) (p, replaced *Partition, changed bool) {
+	tp := storage.TopicPartition{Topic: t.Name, Partition: mp.ID}
+	p, ok := rm.partitions[tp]
+	if ok && p.topicID != t.ID {
+		rm.removePartition(p)
+		replaced, ok = p, false
+	}
+	if !ok {
+		p = newPartition(tp, t.ID, rm.cfg.NodeID, &rm.isr)
+		rm.partitions[tp] = p
+	}
+	return p, replaced, rm.applyPartition(p, mp, cfg(), cfgChanged || !ok)
 }
 
 // removePartition stops a partition and deletes its log. A partition whose
