@@ -15,8 +15,6 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -31,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
 
@@ -212,13 +211,10 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 }
 
 // newClusterID is a random base64url uuid, like kafka-storage.sh random-uuid.
-func newClusterID() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+// newClusterID is a random Kafka Uuid as kafka-storage.sh random-uuid prints it.
+// It never starts with '-' (as Kafka's Uuid.randomUuid): such an id would be taken
+// for an option by the tools' argument parsers ("--cluster-id: expected one argument").
+func newClusterID() string { return config.RandomUUID().String() }
 
 func newClusterBroker(t testing.TB, n *ClusterNode, o ClusterOptions, ports []int) *Broker {
 	t.Helper()
@@ -229,6 +225,12 @@ func newClusterBroker(t testing.TB, n *ClusterNode, o ClusterOptions, ports []in
 	ov := map[string]string{}
 	for k, v := range clusterTimeouts {
 		ov[k] = v
+	}
+	if n.Kind == kindKafka {
+		// Kafka's cleaner allocates its whole dedupe buffer (128 MiB by default)
+		// at startup: in the harness's small heap that is an OutOfMemoryError
+		// ("Error starting LogManager") whenever the heap is fragmented.
+		ov["log.cleaner.dedupe.buffer.size"] = "16777216"
 	}
 	for k, v := range o.Overrides {
 		ov[k] = v

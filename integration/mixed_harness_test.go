@@ -84,6 +84,7 @@ group.initial.rebalance.delay.ms=0
 replica.lag.time.max.ms=5000
 replica.fetch.backoff.ms=200
 num.partitions=1
+log.cleaner.dedupe.buffer.size=16777216
 `, rf, rf)
 }
 
