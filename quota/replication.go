@@ -148,13 +148,20 @@ func (q *ReplicationQuota) Record(bytes int64) {
 	q.lastRecord = now
 }
 
-// Rate is the byte-rate metric: bytes per second now.
+// Rate is the byte-rate metric: bytes per second now. It reads a copy of the
+// samples: a metrics scrape must not start the quota's window (measureSimple
+// does when there are no samples), or the first replication after an idle scrape
+// would be measured over up to quota.window.num windows and let a burst of that
+// many seconds' worth of bytes through.
 func (q *ReplicationQuota) Rate() float64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
-	q.expireLocked(now)
-	return q.rate.measureSimple(q.window, now)
+	if len(q.rate.samples) == 0 || now-q.lastRecord > inactiveExpiryMs {
+		return 0
+	}
+	r := rate{samples: append([]sample(nil), q.rate.samples...), current: q.rate.current}
+	return r.measureSimple(q.window, now)
 }
 
 // expireLocked drops a rate with nothing recorded for an hour

@@ -141,3 +141,23 @@ func TestReplicationThrottleWindowStartsAtFirstCheck(t *testing.T) {
 		t.Fatalf("301 B over 3 s does not exceed 100 B/s (rate %v)", q.Rate())
 	}
 }
+
+// A metrics scrape (Rate) is not a look at the quota: it must not start the
+// window, or bytes recorded seconds later would be averaged from the scrape
+// and a burst of several seconds' worth would pass.
+func TestReplicationThrottleScrapeDoesNotStartWindow(t *testing.T) {
+	now := int64(0)
+	q := NewReplicationQuota(FollowerReplication, DefaultWindow, func() int64 { return now })
+	q.SetBound(100)
+	if got := q.Rate(); got != 0 {
+		t.Fatalf("rate before anything was recorded = %v", got)
+	}
+	now = 5000
+	q.Record(300)
+	if !q.IsQuotaExceeded() {
+		t.Fatalf("300 B in the first window does not exceed 100 B/s (rate %v): the scrape 5 s earlier started the window", q.Rate())
+	}
+	if got := q.Rate(); got != 300 {
+		t.Fatalf("rate = %v, want 300", got)
+	}
+}
