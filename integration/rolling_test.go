@@ -63,6 +63,8 @@ const (
 	rollingParts     = 3
 	rollingIdleGroup = "rolling-idle"
 	rollingLiveGroup = "rolling-live"
+
+	rollingImbalanceCheckSeconds = 10
 )
 
 func TestRollingReplacement(t *testing.T) {
@@ -86,6 +88,10 @@ func TestRollingReplacement(t *testing.T) {
 			// A snapshot every few seconds, so that every swapped node
 			// starts from one the other implementation wrote.
 			"metadata.log.max.snapshot.interval.ms": "5000",
+			// The roll leaves the last node leading nothing: the active
+			// controller's periodic preferred election (auto.leader.rebalance.enable,
+			// on by default) must give its partitions back within one interval.
+			"leader.imbalance.check.interval.seconds": strconv.Itoa(rollingImbalanceCheckSeconds),
 		},
 		NoWait: true,
 	})
@@ -97,8 +103,8 @@ func TestRollingReplacement(t *testing.T) {
 	r.setUp()
 	r.check("Apache Kafka x3")
 	for _, k := range []nodeKind{kindKgo, kindKafka} {
-		for _, n := range c.Nodes {
-			r.swap(n, k)
+		for i, n := range c.Nodes {
+			r.swap(n, k, i == len(c.Nodes)-1)
 		}
 	}
 	r.finish()
@@ -191,8 +197,9 @@ func (r *rolling) setUp() {
 }
 
 // swap stops n (SIGTERM) and starts it as kind k on its own data, then
-// waits for the cluster to be whole again and checks it.
-func (r *rolling) swap(n *ClusterNode, k nodeKind) {
+// waits for the cluster to be whole again and checks it. After the last node
+// of a roll it first waits for the preferred leaders.
+func (r *rolling) swap(n *ClusterNode, k nodeKind, lastOfRoll bool) {
 	t := r.t
 	t.Helper()
 	from := n.Kind
@@ -207,11 +214,48 @@ func (r *rolling) swap(n *ClusterNode, k nodeKind) {
 	r.waitHealthy(fmt.Sprintf("node %d (%s -> %s) back in every ISR", n.ID, from, k), rollingTopic, "__consumer_offsets", rollingTxnTopic, "__transaction_state")
 	t.Logf("node %d %s -> %s: stopped in %v, serving after %v, every ISR full after %v", n.ID, from, k,
 		stopped.Round(time.Millisecond), ready.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	if lastOfRoll {
+		r.waitPreferred(fmt.Sprintf("the roll to %s", k))
+	}
 	var kinds []string
 	for _, m := range r.c.Nodes {
 		kinds = append(kinds, fmt.Sprintf("%d:%s", m.ID, m.Kind))
 	}
 	r.check(strings.Join(kinds, " "))
+}
+
+// waitPreferred waits until every partition of the rolling topics is led by
+// its preferred replica (the first of its assignment) on every broker's
+// Metadata, and fails if that took longer than one
+// leader.imbalance.check.interval.seconds (plus the time an election and its
+// propagation take).
+func (r *rolling) waitPreferred(step string) {
+	t := r.t
+	t.Helper()
+	t0 := time.Now()
+	limit := time.Duration(rollingImbalanceCheckSeconds)*time.Second + 5*time.Second
+	err := pollUntil(limit, nil, func() error {
+		for _, topic := range []string{rollingTopic, rollingTxnTopic} {
+			for _, b := range r.c.Brokers() {
+				md, err := metadataFrom(b.Addr, topic)
+				if err != nil {
+					return fmt.Errorf("broker %d: %w", b.ID, err)
+				}
+				for _, mt := range md.Topics {
+					for _, p := range mt.Partitions {
+						if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+							return fmt.Errorf("broker %d: %s-%d led by %d, replicas %v", b.ID, topic, p.Partition, p.Leader, p.Replicas)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: preferred leaders not restored within %v (leader.imbalance.check.interval.seconds=%d): %v", step, limit, rollingImbalanceCheckSeconds, err)
+	}
+	t.Logf("%s: every partition led by its preferred replica %v after every ISR was full", step, time.Since(t0).Round(time.Millisecond))
 }
 
 // waitHealthy waits until every broker lists every partition of topics with
