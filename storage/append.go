@@ -211,35 +211,58 @@ func (l *Log) commitProducers(u *producerUpdate) error {
 	return l.indexAborted(done)
 }
 
+// validateOutside runs validate before the log's exclusive lock: CRCs, sizes,
+// record structure, timestamps and keys need only the config and the clock, so
+// appenders to one partition validate in parallel and the lock covers offset
+// assignment, producer state and the write (issue 16; Kafka's
+// analyzeAndValidateRecords also runs before UnifiedLog's lock). It returns
+// the config it validated with; the caller, holding l.mu, validates again
+// (validate is idempotent on a batch it already rewrote) when that is no
+// longer the log's config, or when v is nil: with LogAppendTime a leader's
+// batches take the time under the lock, so that timestamps grow with offsets
+// as in Kafka.
+func (l *Log) validateOutside(records []byte, origin AppendOrigin, leader bool) (*validated, Config, error) {
+	l.mu.RLock()
+	cfg := l.mu.cfg
+	l.mu.RUnlock()
+	if leader && cfg.MessageTimestampType == TimestampLogAppendTime {
+		return nil, cfg, nil
+	}
+	v, err := l.validate(records, cfg, origin, leader, l.nowMs())
+	return v, cfg, err
+}
+
 func (l *Log) appendLeader(records []byte, leaderEpoch int32, o AppendOptions) (AppendInfo, durableWait, error) {
 	origin := o.Origin
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
+	v, cfg, verr := l.validateOutside(records, origin, true)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed || l.offline.Load() {
 		return info, durableWait{}, l.closedErr()
 	}
 	info.LogStartOffset = l.mu.logStartOffset
-	cfg := l.mu.cfg
 	nowMs := l.nowMs()
-	// duplicate check before anything is rewritten (UnifiedLog.analyzeAndValidateProducerState)
-	if origin == OriginClient && len(records) >= BatchHeaderSize {
-		if h, err := ParseBatchHeader(records); err == nil && h.Size() == int64(len(records)) && checkBatch(h, records) == nil {
-			if dup, ok := l.mu.producers.duplicateOf(h); ok {
-				info.FirstOffset, info.LastOffset = dup.firstOffset(), dup.lastOffset
-				info.LogAppendTime, info.MaxTimestamp = dup.timestamp, dup.timestamp
-				info.OffsetOfMaxTimestamp = dup.lastOffset
-				info.Duplicate, info.NumBatches = true, 1
-				return info, durableWait{}, nil
-			}
-		}
+	if (v == nil && verr == nil) || l.mu.cfg != cfg {
+		cfg = l.mu.cfg
+		v, verr = l.validate(records, cfg, origin, true, nowMs)
 	}
-	v, err := l.validate(records, cfg, origin, true, nowMs)
-	if err != nil {
-		return info, durableWait{}, err
+	if verr != nil {
+		return info, durableWait{}, verr
 	}
 	if len(v.hdrs) == 0 {
 		return info, durableWait{}, nil
+	}
+	// A retried batch already in the log is answered with its offsets
+	// (UnifiedLog.analyzeAndValidateProducerState, after validation as there).
+	if origin == OriginClient && len(v.hdrs) == 1 {
+		if dup, ok := l.mu.producers.duplicateOf(v.hdrs[0]); ok {
+			info.FirstOffset, info.LastOffset = dup.firstOffset(), dup.lastOffset
+			info.LogAppendTime, info.MaxTimestamp = dup.timestamp, dup.timestamp
+			info.OffsetOfMaxTimestamp = dup.lastOffset
+			info.Duplicate, info.NumBatches = true, 1
+			return info, durableWait{}, nil
+		}
 	}
 	// assign offsets and the leader epoch in place
 	off := l.mu.leo
@@ -443,15 +466,18 @@ func (l *Log) Roll() (err error) {
 func (l *Log) AppendAsFollower(records []byte) (_ AppendInfo, err error) {
 	defer func() { err = l.ioErr(err) }()
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: NoTimestamp, OffsetOfMaxTimestamp: -1, LogAppendTime: NoTimestamp}
+	v, cfg, err := l.validateOutside(records, OriginCoordinator, false)
 	l.mu.Lock()
 	if l.mu.closed || l.offline.Load() {
 		l.mu.Unlock()
 		return info, l.closedErr()
 	}
-	cfg := l.mu.cfg
-	nowMs := l.nowMs()
 	info.LogStartOffset = l.mu.logStartOffset
-	v, err := l.validate(records, cfg, OriginCoordinator, false, nowMs)
+	nowMs := l.nowMs()
+	if l.mu.cfg != cfg {
+		cfg = l.mu.cfg
+		v, err = l.validate(records, cfg, OriginCoordinator, false, nowMs)
+	}
 	if err != nil {
 		l.mu.Unlock()
 		return info, err

@@ -111,6 +111,10 @@ func BenchmarkAppend100B(b *testing.B)            { benchAppendRecords(b, 100, m
 func BenchmarkAppend1KiBGroupCommit(b *testing.B) { benchAppendRecords(b, 1024, 1, 32) }
 func BenchmarkAppend100BGroupCommit(b *testing.B) { benchAppendRecords(b, 100, 1, 32) }
 
+// BenchmarkAppend100BParallel: 8 appenders to one partition (many producers
+// on a hot partition): validation runs outside the log's lock.
+func BenchmarkAppend100BParallel(b *testing.B) { benchAppendRecords(b, 100, math.MaxInt64, 8) }
+
 func recordBatch(recSize, batchBytes int, ts int64) []byte {
 	n := max(batchBytes/recSize, 1)
 	rs := make([]Record, n)
