@@ -124,6 +124,20 @@ func (ix *offsetIndex) lookup(target int64) (int64, int64) {
 	return ix.base + int64(ix.entries[i].rel), int64(ix.entries[i].pos)
 }
 
+// lastStartWithin is the position of the last indexed batch that starts at or
+// before pos and whose entry offset (its last offset) is at most maxOffset, or
+// -1: every batch before it ends by pos and has a base offset below maxOffset
+// (the entry's batch itself may not), so a read can jump there without
+// walking the headers in between.
+func (ix *offsetIndex) lastStartWithin(pos, maxOffset int64) int64 {
+	byOff := sort.Search(len(ix.entries), func(i int) bool { return ix.base+int64(ix.entries[i].rel) > maxOffset })
+	byPos := sort.Search(len(ix.entries), func(i int) bool { return int64(ix.entries[i].pos) > pos })
+	if i := min(byOff, byPos) - 1; i >= 0 {
+		return int64(ix.entries[i].pos)
+	}
+	return -1
+}
+
 // upperBoundOffset is OffsetIndex.fetchUpperBoundOffset: the offset of the
 // first entry whose position is at or after pos.
 func (ix *offsetIndex) upperBoundOffset(pos int64) (int64, bool) {

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,4 +114,65 @@ func TestLogReopen(t *testing.T) {
 	if got := readAll(t, l2.Log, 0); len(got) != 100 {
 		t.Fatalf("%d records after reopen", len(got))
 	}
+}
+
+// TestReadBoundedByIndex: reads that jump over indexed batches (issue 16)
+// return exactly what a walk of every batch header returns, for random
+// batch sizes, start offsets, maxBytes and maxOffset bounds, across
+// segment rolls, with a small index interval so that most batches are
+// indexed.
+func TestReadBoundedByIndex(t *testing.T) {
+	clk := newClock()
+	cfg := DefaultConfig()
+	cfg.IndexIntervalBytes = 100
+	cfg.SegmentBytes = 64 << 10
+	l := openTest(t, vfs.NewMem(), clk, cfg)
+	defer l.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	type at struct{ base, next, size int64 }
+	var batches []at
+	for i := 0; i < 400; i++ {
+		b := batch(clk.Ms(), 1+rng.IntN(20))
+		info := mustAppend(t, l.Log, b, 1)
+		batches = append(batches, at{info.FirstOffset, info.LastOffset + 1, int64(len(b))})
+	}
+	leo := l.LogEndOffset()
+	for i := 0; i < 3000; i++ {
+		off := rng.Int64N(leo)
+		maxBytes := int32(rng.IntN(8 << 10))
+		maxOffset := off + 1 + rng.Int64N(leo-off)
+		if rng.IntN(4) == 0 {
+			maxOffset = 1 << 62
+		}
+		minOne := rng.IntN(2) == 0
+		ri, err := l.Read(off, maxBytes, maxOffset, minOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The model: the batch holding off, then every following batch of
+		// its segment while the total stays within maxBytes and the base is
+		// below maxOffset.
+		k := 0
+		for batches[k].next <= off {
+			k++
+		}
+		segOf := func(j int) int { return l.segmentForTest(batches[j].base) }
+		var want int64
+		if batches[k].base < maxOffset && (batches[k].size <= int64(maxBytes) || minOne) {
+			want = batches[k].size
+			for j := k + 1; j < len(batches) && segOf(j) == segOf(k) && batches[j].base < maxOffset && want+batches[j].size <= int64(maxBytes); j++ {
+				want += batches[j].size
+			}
+		}
+		if ri.Region.Len != want || (want > 0 && ri.FirstBatchOffset != batches[k].base) {
+			t.Fatalf("Read(%d, %d, %d, %v): %d bytes from %d, want %d from %d", off, maxBytes, maxOffset, minOne, ri.Region.Len, ri.FirstBatchOffset, want, batches[k].base)
+		}
+	}
+}
+
+// segmentForTest is the base offset of the segment holding off.
+func (l *Log) segmentForTest(off int64) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return int(l.mu.segments[l.segmentFor(off)].base)
 }

@@ -63,6 +63,12 @@ func (l *Log) readLocked(offset int64, maxBytes int32, maxOffset int64, minOneBa
 		length := int64(0)
 		if first.Size() <= int64(maxBytes) || minOneBatch {
 			length = first.Size()
+			// The offset index bounds the read (issue 16): the batches up to
+			// the last indexed one within maxBytes and below maxOffset need
+			// no header walk, only the few after it (index.interval.bytes).
+			if p := s.idx.lastStartWithin(start+int64(maxBytes), maxOffset); p > start+length {
+				length = p - start
+			}
 			if err := s.scan(start+length, end, func(h BatchHeader, _ int64) bool {
 				if h.BaseOffset >= maxOffset || length+h.Size() > int64(maxBytes) {
 					return false
