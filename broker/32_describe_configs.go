@@ -35,6 +35,14 @@ package broker
 //   - BROKER_LOGGER (8): this node's loggers and their levels
 //     (broker_loggers.go), each DYNAMIC_BROKER_LOGGER_CONFIG; another id,
 //     an empty one or one that is not a number is INVALID_REQUEST.
+//   - CLIENT_METRICS (16, KIP-714 subscriptions; ConfigHelper's
+//     CLIENT_METRICS case): the three keys of ClientMetricsConfigs sorted
+//     (interval.ms, match, metrics), the subscription's value (as the
+//     parsed value converted back: a LIST's elements trimmed, without
+//     duplicates, joined by commas) with source CLIENT_METRICS_CONFIG and
+//     itself as its synonym, else the default with DEFAULT_CONFIG; a name
+//     without a subscription answers the defaults, not an error; the name
+//     "" is INVALID_REQUEST.
 //   - ConfigNames (null or empty: all) limits the answer; IncludeSynonyms
 //     (v1+) lists synonyms; IncludeDocumentation (v3+) adds Kafka 4.4's
 //     documentation of each key it defines (config/kafka_config_meta.json).
@@ -52,6 +60,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -127,6 +136,13 @@ func handleDescribeConfigs(ctx context.Context, b *Broker, req *protocol.Request
 				fail(kerr.InvalidRequest, "Unexpected broker id, expected %d but received %s", b.nodeID, rs.ResourceName)
 			default:
 				rr.Configs = b.brokerLoggerEntries(o)
+			}
+		case kmsg.ConfigResourceTypeClientMetrics:
+			if rs.ResourceName == "" {
+				fail(kerr.InvalidRequest, "Client metrics subscription name must not be empty")
+			} else {
+				rr.ErrorMessage = strPtr("") // Kafka's answer here carries "", not null
+				rr.Configs = clientMetricsEntries(img, rs.ResourceName, o)
 			}
 		default:
 			fail(kerr.InvalidRequest, "Unsupported resource type %d", rs.ResourceType)
@@ -272,6 +288,42 @@ func (b *Broker) topicConfigEntries(img *metadatacache.Image, topic string, o de
 		}
 		if o.docs {
 			c.Documentation = strPtr(tk.Doc)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// clientMetricsEntries describes a client metrics subscription.
+func clientMetricsEntries(img *metadatacache.Image, name string, o describeOpts) []kmsg.DescribeConfigsResponseResourceConfig {
+	set := img.Configs(metadatacache.ConfigResource{Type: metadatacache.ConfigResourceClientMetrics, Name: name})
+	keys := slices.Clone(config.ClientMetricsKeys)
+	slices.SortFunc(keys, func(a, b config.ClientMetricsKey) int { return strings.Compare(a.Name, b.Name) })
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, k := range keys {
+		if !o.want(k.Name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name = k.Name
+		c.ConfigType = kmsg.ConfigTypeInt
+		if k.Type == "LIST" {
+			c.ConfigType = kmsg.ConfigTypeList
+		}
+		c.Value = strPtr(k.Default)
+		c.Source = kmsg.ConfigSource(config.SourceDefaultConfig)
+		var synonyms []config.ConfigSynonym
+		if raw, ok := set[k.Name]; ok {
+			v := config.ClientMetricsDescribeValue(k.Name, raw)
+			c.Value = &v
+			c.Source = kmsg.ConfigSource(config.SourceClientMetricsConfig)
+			synonyms = append(synonyms, config.ConfigSynonym{Name: k.Name, Value: v, Source: config.SourceClientMetricsConfig})
+		}
+		if o.synonyms {
+			c.ConfigSynonyms = configSynonyms(synonyms, false)
+		}
+		if o.docs {
+			c.Documentation = strPtr(k.Doc)
 		}
 		out = append(out, c)
 	}

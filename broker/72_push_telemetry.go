@@ -7,9 +7,14 @@ package broker
 // 71_get_telemetry_subscriptions.go):
 //   - INVALID_REQUEST for a reserved client instance id (zero or one);
 //     UNKNOWN_SUBSCRIPTION_ID when the subscription id is not the one
-//     GetTelemetrySubscriptions gives that instance; UNSUPPORTED_COMPRESSION_TYPE
+//     GetTelemetrySubscriptions gives that instance now (recomputed from
+//     the current subscriptions and this request's client, so a changed
+//     subscription makes an old id unknown); UNSUPPORTED_COMPRESSION_TYPE
 //     for a compression id Kafka does not know; TELEMETRY_TOO_LARGE above
-//     telemetry.max.bytes. Otherwise NONE, and the metrics are dropped.
+//     telemetry.max.bytes (the compressed size, as Kafka checks it).
+//     Otherwise NONE, and the metrics are dropped unread: with no
+//     exporter nothing is ever decompressed, so a compression bomb costs
+//     nothing beyond the request itself (socket.request.max.bytes).
 //   - Kafka's per-instance checks (a push before the push interval, a push
 //     after a terminating one) need state kgo-broker does not keep.
 
@@ -31,7 +36,7 @@ func handlePushTelemetry(ctx context.Context, b *Broker, req *protocol.Request) 
 	switch id := config.UUID(r.ClientInstanceID); {
 	case id == config.ZeroUUID || id == config.OneUUID:
 		resp.ErrorCode = kerr.InvalidRequest.Code
-	case r.SubscriptionID != telemetrySubscriptionID(r.ClientInstanceID):
+	case r.SubscriptionID != pushSubscriptionID(b, req, r.ClientInstanceID):
 		resp.ErrorCode = kerr.UnknownSubscriptionID.Code
 	case r.CompressionType < 0 || r.CompressionType > 4:
 		resp.ErrorCode = kerr.UnsupportedCompressionType.Code
@@ -39,4 +44,11 @@ func handlePushTelemetry(ctx context.Context, b *Broker, req *protocol.Request) 
 		resp.ErrorCode = kerr.TelemetryTooLarge.Code
 	}
 	return protocol.Response{Msg: resp}, nil
+}
+
+// pushSubscriptionID is the subscription id GetTelemetrySubscriptions
+// would give this client instance now.
+func pushSubscriptionID(b *Broker, req *protocol.Request, id [16]byte) int32 {
+	metrics, interval := telemetrySubscription(b.meta.Image(), req, id)
+	return telemetrySubscriptionID(metrics, interval, id)
 }

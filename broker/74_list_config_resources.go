@@ -8,11 +8,12 @@ package broker
 //     v1 also TOPIC, BROKER, BROKER_LOGGER and GROUP. A type outside that
 //     set answers a top-level UNSUPPORTED_VERSION and no resources.
 //   - In Kafka's order: GROUP (the groups with dynamic group configs in
-//     the metadata image), CLIENT_METRICS (telemetry subscriptions: none,
-//     see 71_get_telemetry_subscriptions.go), BROKER_LOGGER and BROKER
+//     the metadata image), CLIENT_METRICS (the client metrics
+//     subscriptions, KIP-714, in the order of Kafka's ClientMetricsManager
+//     map: config.JavaHashOrder), BROKER_LOGGER and BROKER
 //     (every unfenced broker with an endpoint on the listener the request
-//     came in on), TOPIC (every topic, internal ones included); sorted
-//     within a type (brokers by id).
+//     came in on), TOPIC (every topic, internal ones included); the other
+//     types sorted within a type (brokers by id).
 //
 // Version notes: v0 was ListClientMetricsResources (KIP-714); v1:
 // ResourceTypes and the other resource types (KIP-1142).
@@ -25,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/protocol"
 )
@@ -60,10 +62,13 @@ func handleListConfigResources(ctx context.Context, b *Broker, req *protocol.Req
 		}
 	}
 	img := b.meta.Image()
-	var groups, brokers []string
+	var groups, brokers, subscriptions []string
 	for _, cr := range img.ConfigResources() {
-		if cr.Type == metadatacache.ConfigResourceGroup {
+		switch cr.Type {
+		case metadatacache.ConfigResourceGroup:
 			groups = append(groups, cr.Name)
+		case metadatacache.ConfigResourceClientMetrics:
+			subscriptions = append(subscriptions, cr.Name)
 		}
 	}
 	for _, br := range img.Brokers() {
@@ -74,7 +79,7 @@ func handleListConfigResources(ctx context.Context, b *Broker, req *protocol.Req
 	}
 	slices.Sort(groups)
 	add(metadatacache.ConfigResourceGroup, groups)
-	add(metadatacache.ConfigResourceClientMetrics, nil)
+	add(metadatacache.ConfigResourceClientMetrics, config.JavaHashOrder(subscriptions, true))
 	add(metadatacache.ConfigResourceBrokerLogger, slices.Clone(brokers))
 	add(metadatacache.ConfigResourceBroker, brokers)
 	add(metadatacache.ConfigResourceTopic, img.TopicNames())

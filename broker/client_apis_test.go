@@ -166,8 +166,22 @@ func TestApiVersionsV5(t *testing.T) {
 // Kafka 4.4.0 answered for this client instance id.
 func TestTelemetrySubscriptionID(t *testing.T) {
 	id := [16]byte{1, 152, 177, 238, 167, 194, 74, 187, 168, 160, 32, 181, 70, 156, 178, 213}
-	if got := telemetrySubscriptionID(id); got != -1667157269 {
+	if got := telemetrySubscriptionID([]string{}, 300000, id); got != -1667157269 {
 		t.Fatalf("subscription id %d, Kafka's is -1667157269", got)
+	}
+	// Kafka 4.4.0's answers with subscriptions present.
+	for _, tc := range []struct {
+		id       [16]byte
+		metrics  []string
+		interval int32
+		want     int32
+	}{
+		{[16]byte{81, 64, 94, 145, 119, 48, 79, 194, 164, 176, 123, 137, 61, 119, 18, 195}, []string{"org.apache.kafka.producer.", "a"}, 100, 764973339},
+		{[16]byte{6, 249, 46, 123, 253, 54, 69, 18, 154, 48, 161, 146, 118, 42, 196, 100}, []string{"a"}, 100, -1739709451},
+	} {
+		if got := telemetrySubscriptionID(tc.metrics, tc.interval, tc.id); got != tc.want {
+			t.Errorf("subscription id %d for %v, Kafka's is %d", got, tc.metrics, tc.want)
+		}
 	}
 	b := apiTestBroker(t)
 	get := kmsg.NewPtrGetTelemetrySubscriptionsRequest()

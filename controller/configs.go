@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,12 +15,23 @@ import (
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
-// IncrementalAlterConfigs (44) v0-1 and AlterConfigs (33) v0-2 for TOPIC and
-// BROKER resources, as ControllerApis and ConfigurationControlManager answer
-// them: each resource succeeds or fails whole; its changes become
-// ConfigRecords (a nil value deletes). A BROKER resource named "" is the
-// cluster-wide default. Changes to BROKER resources are written even when
-// the value is unchanged (KAFKA-14136: brokers reload on the record).
+// IncrementalAlterConfigs (44) v0-1 and AlterConfigs (33) v0-2 for TOPIC,
+// BROKER and CLIENT_METRICS resources, as ControllerApis and
+// ConfigurationControlManager answer them: each resource succeeds or fails
+// whole; its changes become ConfigRecords (a nil value deletes). A BROKER
+// resource named "" is the cluster-wide default. Changes to BROKER resources
+// are written even when the value is unchanged (KAFKA-14136: brokers reload
+// on the record).
+//
+// CLIENT_METRICS (KIP-714 subscriptions): the forwarding broker's
+// ConfigAdminManager.preprocess checks come first (a key twice: "Error due
+// to duplicate config keys"; a SET, or a legacy value, without a value:
+// "Null value not supported for : <keys>"), then the resource's configs
+// after the change go through ClientMetricsConfigs.validate
+// (config.ValidateClientMetrics). No subscription needs to exist: the first
+// change creates it, deleting its last key removes it. APPEND and SUBTRACT
+// are refused as for a non-LIST key (Kafka's controller knows no
+// client metrics config types).
 
 // Incremental ops (AlterConfigOp.OpType).
 const (
@@ -62,6 +75,7 @@ func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 		res     configResource
 		changes map[string]configChange
 		order   []string
+		pre     *apiError // the forwarding broker's preprocess error
 	}
 	var (
 		list []*resChanges
@@ -71,8 +85,8 @@ func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 	for _, r := range req.Resources {
 		typ := int8(r.ResourceType)
 		switch typ {
-		case resourceTopic, resourceBroker:
-		case 8, 16, 32:
+		case resourceTopic, resourceBroker, resourceClientMetrics:
+		case 8, 32:
 			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Unexpected resource type %s.", resourceTypeName(typ)))
 			continue
 		default:
@@ -89,11 +103,23 @@ func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 			continue
 		}
 		rc := &resChanges{res: res, changes: make(map[string]configChange)}
+		var nulls []string
 		for _, cfg := range r.Configs {
 			if _, ok := rc.changes[cfg.Name]; !ok {
 				rc.order = append(rc.order, cfg.Name)
+			} else if rc.pre == nil {
+				rc.pre = newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+			}
+			if cfg.Op != opDelete && cfg.Value == nil {
+				nulls = append(nulls, cfg.Name)
 			}
 			rc.changes[cfg.Name] = configChange{op: int8(cfg.Op), value: cfg.Value}
+		}
+		if rc.pre == nil && len(nulls) > 0 {
+			rc.pre = nullValuesError(nulls)
+		}
+		if typ != resourceClientMetrics {
+			rc.pre = nil // kgo-broker's other resource types keep their own checks
 		}
 		byID[res] = rc
 		list = append(list, rc)
@@ -105,6 +131,9 @@ func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 		}
 	}
 	results := c.applyConfigPlans(ctx, len(kept), req.ValidateOnly, func(s *state, i int) ([]metadatacache.Record, *apiError) {
+		if kept[i].pre != nil {
+			return nil, kept[i].pre
+		}
 		return c.incrementalAlterResource(s, kept[i].res, kept[i].changes, kept[i].order)
 	})
 	for i, rc := range kept {
@@ -160,6 +189,11 @@ func (c *Controller) incrementalAlterResource(s *state, res configResource, chan
 			}
 			newp = strp(strings.Join(parts, ","))
 		default:
+			if res.typ == resourceClientMetrics {
+				// OpType.forId's IllegalArgumentException in the
+				// controller: no message.
+				return nil, bareAPIError(kerr.UnknownServerError)
+			}
 			return nil, newAPIError(kerr.InvalidRequest, "Unknown config operation %d for key %s.", ch.op, key)
 		}
 		if !equalStrPtr(oldp, newp) || res.typ == resourceBroker {
@@ -215,8 +249,33 @@ func (c *Controller) validateConfigChange(s *state, res configResource, recs []m
 		if _, ok := s.brokers[int32(id)]; !ok && int32(id) != c.cfg.NodeID {
 			return newAPIError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
 		}
+	case resourceClientMetrics:
+		after := maps.Clone(s.configs[res])
+		if after == nil {
+			after = make(map[string]string)
+		}
+		for _, r := range recs {
+			cr := r.(*metadatacache.ConfigRecord)
+			if cr.Value == nil {
+				delete(after, cr.Name)
+			} else {
+				after[cr.Name] = *cr.Value
+			}
+		}
+		if e := config.ValidateClientMetrics(res.name, after); e != nil {
+			if e.InvalidRequest {
+				return newAPIError(kerr.InvalidRequest, "%s", e.Msg)
+			}
+			return newAPIError(kerr.InvalidConfig, "%s", e.Msg)
+		}
 	}
 	return nil
+}
+
+// nullValuesError is ConfigAdminManager.preprocess's answer to keys set
+// without a value.
+func nullValuesError(keys []string) *apiError {
+	return newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(keys, ", "))
 }
 
 func (c *Controller) validateBrokerConfigs(recs []metadatacache.Record) *apiError {
@@ -265,8 +324,8 @@ func (c *Controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 	for _, r := range req.Resources {
 		typ := int8(r.ResourceType)
 		switch typ {
-		case resourceTopic, resourceBroker:
-		case 8, 16, 32:
+		case resourceTopic, resourceBroker, resourceClientMetrics:
+		case 8, 32:
 			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Unexpected resource type %s.", resourceTypeName(typ)))
 			continue
 		default:
@@ -315,7 +374,7 @@ func (c *Controller) legacyAlterResource(s *state, res configResource, configs m
 	var nulls []string
 	for _, key := range order {
 		v := configs[key]
-		if v == nil && res.typ == resourceTopic {
+		if v == nil && (res.typ == resourceTopic || res.typ == resourceClientMetrics) {
 			nulls = append(nulls, key)
 		}
 		old, had := cur[key]
@@ -327,6 +386,9 @@ func (c *Controller) legacyAlterResource(s *state, res configResource, configs m
 			recs = append(recs, configRecord(res.typ, res.name, key, v))
 		}
 	}
+	if len(nulls) > 0 && res.typ == resourceClientMetrics {
+		return nil, nullValuesError(nulls)
+	}
 	if len(nulls) > 0 {
 		return nil, newAPIError(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
 	}
@@ -337,13 +399,20 @@ func (c *Controller) legacyAlterResource(s *state, res configResource, configs m
 		}
 	}
 	sort.Strings(removed)
-	if e := c.validateConfigChange(s, res, recs); e != nil {
+	var dels []metadatacache.Record
+	for _, key := range removed {
+		dels = append(dels, configRecord(res.typ, res.name, key, nil))
+	}
+	check := recs
+	if res.typ == resourceClientMetrics {
+		// The validator sees the configs after the change, the
+		// implicitly deleted keys gone.
+		check = append(slices.Clone(recs), dels...)
+	}
+	if e := c.validateConfigChange(s, res, check); e != nil {
 		return nil, e
 	}
-	for _, key := range removed {
-		recs = append(recs, configRecord(res.typ, res.name, key, nil))
-	}
-	return recs, nil
+	return append(recs, dels...), nil
 }
 
 func splitParts(v *string) []string {

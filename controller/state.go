@@ -98,8 +98,9 @@ type configResource struct {
 
 // ConfigResource types (ConfigResource.Type ids).
 const (
-	resourceTopic  int8 = 2
-	resourceBroker int8 = 4
+	resourceTopic         int8 = 2
+	resourceBroker        int8 = 4
+	resourceClientMetrics int8 = 16
 )
 
 func newState() *state {

@@ -157,6 +157,7 @@ func (c *conn) saslAuthenticate() bool {
 			return false
 		}
 		req.Listener, req.RemoteAddr, req.Principal = c.srv.ListenerName, c.nc.RemoteAddr(), Anonymous
+		c.stamp(req)
 		switch {
 		case req.Key == apiKeyApiVersions && state == authHandshakeOrVersions:
 			resp, err := c.srv.Handler.Handle(c.ctx, req)

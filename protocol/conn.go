@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/bits"
 	"net"
+	"regexp"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,7 @@ type conn struct {
 	nonblocking  bool        // readLoop only: connReader reads without waiting
 	reuser       FrameReuser // the Handler, if it lets frames be reused
 	pooled       *[]byte     // readLoop only: the pooled buffer of the frame just read
+	software     [2]string   // readLoop only: the client's software name and version (stamp)
 
 	sess session // authentication state (auth_conn.go)
 
@@ -415,8 +417,27 @@ func (c *conn) decode(frame []byte) (req *Request, err error) {
 	if req != nil {
 		req.Listener = c.srv.ListenerName
 		req.RemoteAddr = c.nc.RemoteAddr()
+		c.stamp(req)
 	}
 	return req, err
+}
+
+// validSoftware is ApiVersionsRequest.isValid's pattern for the client
+// software name and version.
+var validSoftware = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// stamp sets the client software the connection's ApiVersions v3+ named
+// (SocketServer registers it as the channel's ClientInformation when the
+// request is valid; "unknown" until then). readLoop only.
+func (c *conn) stamp(req *Request) {
+	if c.software[0] == "" {
+		c.software = [2]string{"unknown", "unknown"}
+	}
+	if av, ok := req.Msg.(*kmsg.ApiVersionsRequest); ok && req.Version >= 3 &&
+		validSoftware.MatchString(av.ClientSoftwareName) && validSoftware.MatchString(av.ClientSoftwareVersion) {
+		c.software = [2]string{av.ClientSoftwareName, av.ClientSoftwareVersion}
+	}
+	req.ClientSoftwareName, req.ClientSoftwareVersion = c.software[0], c.software[1]
 }
 
 func (c *conn) serveLoop() {

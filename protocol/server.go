@@ -45,6 +45,10 @@ type Request struct {
 	Msg        kmsg.Request
 	Listener   string
 	RemoteAddr net.Addr
+	// ClientSoftwareName and ClientSoftwareVersion are what the
+	// connection's last valid ApiVersions v3+ named (KIP-511), "unknown"
+	// before one; "" for requests that did not come from a connection.
+	ClientSoftwareName, ClientSoftwareVersion string
 	// Principal is the connection's authenticated principal
 	// (User:ANONYMOUS on PLAINTEXT); requests served in-process set it
 	// themselves.
