@@ -158,3 +158,31 @@ func BenchmarkReadSequential(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadLocate1MiB: locating a 1 MiB fetch of 1 KiB batches (the
+// region a Fetch then sends with sendfile, not read here), from random
+// offsets of a 64 MiB log: the cost the offset index bounds (issue 16).
+func BenchmarkReadLocate1MiB(b *testing.B) {
+	l, err := OpenLog(LogOptions{FS: vfs.Default, Dir: filepath.Join(b.TempDir(), "t-0"), HadCleanShutdown: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	tmpl := recordBatch(1000, 1000, 1_700_000_000_000)
+	buf := make([]byte, len(tmpl))
+	for range (64 << 20) / len(tmpl) {
+		copy(buf, tmpl)
+		if _, err := l.AppendAsLeader(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	leo := l.LogEndOffset()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		ri, err := l.Read(int64(i*7919)%leo, 1<<20, math.MaxInt64, true)
+		if err != nil || ri.Region.Len == 0 {
+			b.Fatal(err, ri.Region.Len)
+		}
+	}
+}
