@@ -95,7 +95,9 @@ type DynamicError struct{ Msg string }
 
 func (e *DynamicError) Error() string { return e.Msg }
 
-func dynErr(format string, args ...any) error { return &DynamicError{Msg: fmt.Sprintf(format, args...)} }
+func dynErr(format string, args ...any) error {
+	return &DynamicError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // javaSet formats names as Kafka 4.4 prints a java.util.Set of them
 // ("[a, b]"), in java.util.HashSet's order for up to 12 names (the bucket

@@ -2,81 +2,210 @@
 
 package integration
 
-import (
-	"testing"
+// Dynamic broker configs (KIP-226): kafka-configs.sh --entity-type brokers
+// (--entity-default | --entity-name 1) --alter changes take effect without
+// a restart, and the changes Kafka refuses are refused with Kafka 4.4's
+// error codes and messages. Runs unchanged against the reference broker
+// (KGO_BROKER_BIN=$PWD/integration/testdata/kafka-reference-broker).
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestLiveConfigsProbe(t *testing.T) {
+func TestLiveBrokerConfigs(t *testing.T) {
 	b := StartBroker(t, BrokerOptions{})
-	type c struct {
-		name, key, val string
-		legacy, vo     bool
+	const topic = "live-configs"
+	createTopic(t, b, topic, 1, nil)
+	configs := func(args ...string) {
+		t.Helper()
+		MustKafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-configs.sh",
+			append([]string{"--bootstrap-server", b.Addr, "--entity-type", "brokers"}, args...)...)
 	}
-	cases := []c{
-		{"1", "node.id", "5", false, false},
-		{"", "log.dirs", "/x", false, false},
-		{"1", "process.roles", "broker", false, false},
-		{"", "listener.name.plaintext.ssl.keystore.location", "/x", false, false},
-		{"1", "ssl.keystore.location", "/x", false, false},
-		{"", "listeners", "PLAINTEXT://:1", false, false},
-		{"1", "message.max.bytes", "abc", false, false},
-		{"", "message.max.bytes", "-5", false, false},
-		{"1", "num.replica.fetchers", "100", false, false},
-		{"1", "num.replica.fetchers", "0", false, false},
-		{"", "num.replica.fetchers", "3", false, true},
-		{"2", "message.max.bytes", "1000", false, false},
-		{"x", "message.max.bytes", "1000", false, false},
-		{"-1", "message.max.bytes", "1000", false, false},
-		{"", "unknown.key.zz", "1", false, true},
-		{"1", "log.cleaner.threads", "10", false, false},
-		{"1", "log.cleaner.threads", "0", false, false},
-		{"1", "node.id", "5", true, false},
-		{"", "message.max.bytes", "x", true, false},
-		{"", "log.retention.ms", "0", false, false},
-		{"", "max.connections", "-1", false, false},
-		{"", "max.connections.per.ip", "0", false, false},
-		{"1", "node.id", "5", false, true},
-		{"", "log.cleaner.dedupe.buffer.size", "1000", false, false},
-		{"", "background.threads", "100", false, false},
-		{"", "num.io.threads", "100", false, false},
-		{"", "unclean.leader.election.enable", "yes", false, false},
-		{"", "log.cleaner.io.max.bytes.per.second", "-1", false, false},
-		{"", "listener.name.plaintext.max.connections", "5", false, true},
-		{"", "leader.replication.throttled.rate", "-1", false, false},
-		{"", "message.max.bytes", "", false, false},
+	// Uncompressed: the limit applies to the batch as it is stored.
+	cl := b.Client(kgo.RecordRetries(0), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	defer cl.Close()
+	produce := func(size int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: make([]byte, size)}).FirstErr()
 	}
-	for _, cs := range cases {
-		var code int16
-		var msg *string
-		if cs.legacy {
-			req := kmsg.NewPtrAlterConfigsRequest()
-			req.ValidateOnly = cs.vo
-			rs := kmsg.NewAlterConfigsRequestResource()
-			rs.ResourceType, rs.ResourceName = kmsg.ConfigResourceTypeBroker, cs.name
-			cf := kmsg.NewAlterConfigsRequestResourceConfig()
-			cf.Name, cf.Value = cs.key, kmsg.StringPtr(cs.val)
-			rs.Configs = append(rs.Configs, cf)
-			req.Resources = append(req.Resources, rs)
-			resp := rawRequest(t, b, b.Port, req, 2).(*kmsg.AlterConfigsResponse)
-			code, msg = resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage
-		} else {
-			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-			req.ValidateOnly = cs.vo
-			rs := kmsg.NewIncrementalAlterConfigsRequestResource()
-			rs.ResourceType, rs.ResourceName = kmsg.ConfigResourceTypeBroker, cs.name
-			cf := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-			cf.Name, cf.Value = cs.key, kmsg.StringPtr(cs.val)
-			rs.Configs = append(rs.Configs, cf)
-			req.Resources = append(req.Resources, rs)
-			resp := rawRequest(t, b, b.Port, req, 1).(*kmsg.IncrementalAlterConfigsResponse)
-			code, msg = resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage
+	// A record of 3000 bytes makes a batch over 2000 and under 10000 bytes.
+	waitProduce := func(what string, wantTooLarge bool) {
+		t.Helper()
+		waitFor(t, 30*time.Second, what, func() error {
+			err := produce(3000)
+			if wantTooLarge {
+				if errors.Is(err, kerr.MessageTooLarge) {
+					return nil
+				}
+				return fmt.Errorf("3000-byte record: %v, want MESSAGE_TOO_LARGE", err)
+			}
+			return err
+		})
+	}
+	if err := produce(3000); err != nil {
+		t.Fatalf("3000-byte record with the default message.max.bytes: %v", err)
+	}
+
+	// The cluster-wide default.
+	configs("--entity-default", "--alter", "--add-config", "message.max.bytes=2000")
+	waitProduce("message.max.bytes=2000 at the cluster default", true)
+	if err := produce(100); err != nil {
+		t.Fatalf("100-byte record under message.max.bytes=2000: %v", err)
+	}
+	// This broker's own value wins over the default.
+	configs("--entity-name", "1", "--alter", "--add-config", "message.max.bytes=10000")
+	waitProduce("message.max.bytes=10000 for broker 1", false)
+	configs("--entity-name", "1", "--alter", "--delete-config", "message.max.bytes")
+	waitProduce("broker 1's message.max.bytes deleted (the default 2000 again)", true)
+	configs("--entity-default", "--alter", "--delete-config", "message.max.bytes")
+	waitProduce("the default message.max.bytes deleted", false)
+
+	// num.replica.fetchers resizes the fetcher pool live: DescribeConfigs
+	// reports the dynamic value, and kgo-broker logs the resize (the
+	// reference broker's harness log has WARN and above only).
+	reference := strings.Contains(brokerBin, "kafka-reference-broker")
+	configs("--entity-name", "1", "--alter", "--add-config", "num.replica.fetchers=2")
+	waitFor(t, 30*time.Second, "num.replica.fetchers=2 described and applied", func() error {
+		v, src := describeBrokerConfig(t, b, "1", "num.replica.fetchers")
+		if v != "2" || src != kmsg.ConfigSourceDynamicBrokerConfig {
+			return fmt.Errorf("num.replica.fetchers %q from %v", v, src)
 		}
-		m := "<nil>"
-		if msg != nil {
-			m = *msg
+		if reference {
+			return nil
 		}
-		t.Logf("PROBE %+v => %d %q", cs, code, m)
+		if log := b.Log(); !strings.Contains(log, "resized the replica fetcher pool") {
+			return errors.New("no fetcher pool resize in the broker log")
+		}
+		return nil
+	})
+
+	// Refusals: each is INVALID_REQUEST (KAFKA-13609) with Kafka's message.
+	const invalid = 42
+	cases := []struct {
+		name, res, key, val string
+		legacy, validate    bool
+		want                string
+	}{
+		{"read-only node.id", "1", "node.id", "5", false, false, "Cannot update these configs dynamically: [node.id]"},
+		{"read-only node.id, validate only", "1", "node.id", "5", false, true, "Cannot update these configs dynamically: [node.id]"},
+		{"read-only node.id, AlterConfigs", "1", "node.id", "5", true, false, "Cannot update these configs dynamically: [node.id]"},
+		{"read-only log.dirs", "", "log.dirs", "/x", false, false, "Cannot update these configs dynamically: [log.dirs]"},
+		{"read-only process.roles", "1", "process.roles", "broker", false, false, "Cannot update these configs dynamically: [process.roles]"},
+		{"listeners at the default", "", "listeners", "PLAINTEXT://:1", false, false,
+			"Cannot update these configs at default cluster level, broker id must be specified: [listeners]"},
+		{"listener keystore at the default", "", "listener.name.plaintext.ssl.keystore.location", "/x", false, false,
+			"Cannot update these configs at default cluster level, broker id must be specified: [listener.name.plaintext.ssl.keystore.location]"},
+		{"keystore without a listener prefix", "1", "ssl.keystore.location", "/x", false, false,
+			"These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]"},
+		{"not an INT", "1", "message.max.bytes", "abc", false, false, "Invalid value abc for configuration message.max.bytes: Not a number of type INT"},
+		{"not an INT, AlterConfigs", "", "message.max.bytes", "x", true, false, "Invalid value x for configuration message.max.bytes: Not a number of type INT"},
+		{"out of range", "", "message.max.bytes", "-5", false, false, "Invalid value -5 for configuration message.max.bytes: Value must be at least 0"},
+		{"num.replica.fetchers=0", "1", "num.replica.fetchers", "0", false, false, "Invalid value 0 for configuration num.replica.fetchers: Value must be at least 1"},
+		{"num.replica.fetchers more than doubled", "1", "num.replica.fetchers", "5", false, false,
+			"Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update validation failed for num.replica.fetchers=5, value should not be greater than double the current value 2 for configuration Invalid dynamic configuration"},
+		{"log.cleaner.threads more than doubled", "1", "log.cleaner.threads", "10", false, false,
+			"Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads cannot be increased to more than double the current value 1 for configuration Invalid dynamic configuration"},
+		{"KafkaConfig requirement", "", "log.retention.ms", "0", false, false,
+			"requirement failed: log.retention.ms must be unlimited (-1) or, greater than or equal to 1"},
+		{"throttle rate below 0", "", "leader.replication.throttled.rate", "-1", false, false,
+			"Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"},
+		{"another broker's id", "2", "message.max.bytes", "1000", false, false, "Unexpected broker id, expected 1, but received 2"},
+		{"a broker name that is no id", "x", "message.max.bytes", "1000", false, false, "Node id must be an integer, but it is: x"},
 	}
+	for _, tc := range cases {
+		code, msg := alterBrokerConfig(t, b, tc.res, tc.legacy, tc.validate, map[string]string{tc.key: tc.val})
+		if code != invalid || msg != tc.want {
+			t.Errorf("%s: %d %q\nwant %d %q", tc.name, code, msg, invalid, tc.want)
+		}
+	}
+	// Several read-only keys are named together.
+	code, msg := alterBrokerConfig(t, b, "1", false, false, map[string]string{"node.id": "5", "log.dirs": "/x", "process.roles": "broker"})
+	if want := "Cannot update these configs dynamically: [log.dirs, process.roles, node.id]"; code != invalid || msg != want {
+		t.Errorf("three read-only keys: %d %q, want %q", code, msg, want)
+	}
+	// Accepted without a change: validate only, and a key Kafka does not
+	// define (a custom config).
+	if code, msg := alterBrokerConfig(t, b, "", false, true, map[string]string{"message.max.bytes": "2000"}); code != 0 {
+		t.Errorf("validate-only message.max.bytes=2000: %d %q", code, msg)
+	}
+	if code, msg := alterBrokerConfig(t, b, "", false, true, map[string]string{"custom.key.zz": "1"}); code != 0 {
+		t.Errorf("validate-only custom key: %d %q", code, msg)
+	}
+	if err := produce(3000); err != nil {
+		t.Fatalf("3000-byte record after a validate-only message.max.bytes=2000: %v", err)
+	}
+	// kafka-configs.sh prints the refusal and exits 1.
+	r := KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-configs.sh", "--bootstrap-server", b.Addr,
+		"--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.dirs=/x")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout+r.Stderr, "Cannot update these configs dynamically: [log.dirs]") {
+		t.Errorf("kafka-configs.sh log.dirs at the default:\n%s", r)
+	}
+}
+
+// alterBrokerConfig sends one BROKER resource (IncrementalAlterConfigs SET,
+// or legacy AlterConfigs) and returns its error code and message.
+func alterBrokerConfig(t *testing.T, b *Broker, name string, legacy, validateOnly bool, kv map[string]string) (int16, string) {
+	t.Helper()
+	var code int16
+	var msg *string
+	if legacy {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.ValidateOnly = validateOnly
+		rs := kmsg.NewAlterConfigsRequestResource()
+		rs.ResourceType, rs.ResourceName = kmsg.ConfigResourceTypeBroker, name
+		for k, v := range kv {
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(v)
+			rs.Configs = append(rs.Configs, c)
+		}
+		req.Resources = append(req.Resources, rs)
+		resp := rawRequest(t, b, b.Port, req, 2).(*kmsg.AlterConfigsResponse)
+		code, msg = resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage
+	} else {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.ValidateOnly = validateOnly
+		rs := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rs.ResourceType, rs.ResourceName = kmsg.ConfigResourceTypeBroker, name
+		for k, v := range kv {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(v)
+			rs.Configs = append(rs.Configs, c)
+		}
+		req.Resources = append(req.Resources, rs)
+		resp := rawRequest(t, b, b.Port, req, 1).(*kmsg.IncrementalAlterConfigsResponse)
+		code, msg = resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage
+	}
+	if msg == nil {
+		return code, ""
+	}
+	return code, *msg
+}
+
+// describeBrokerConfig is one key of DescribeConfigs for a BROKER resource.
+func describeBrokerConfig(t *testing.T, b *Broker, name, key string) (string, kmsg.ConfigSource) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rs := kmsg.NewDescribeConfigsRequestResource()
+	rs.ResourceType, rs.ResourceName, rs.ConfigNames = kmsg.ConfigResourceTypeBroker, name, []string{key}
+	req.Resources = append(req.Resources, rs)
+	resp := rawRequest(t, b, b.Port, req, 4).(*kmsg.DescribeConfigsResponse)
+	for _, r := range resp.Resources {
+		for _, c := range r.Configs {
+			if c.Name == key && c.Value != nil {
+				return *c.Value, c.Source
+			}
+		}
+	}
+	return "", kmsg.ConfigSourceUnknown
 }
