@@ -129,9 +129,9 @@ func TestLiveBrokerConfigs(t *testing.T) {
 			t.Errorf("%s: %d %q\nwant %d %q", tc.name, code, msg, invalid, tc.want)
 		}
 	}
-	// Several read-only keys are named together.
+	// Several read-only keys are named together, in java.util.HashSet order.
 	code, msg := alterBrokerConfig(t, b, "1", false, false, map[string]string{"node.id": "5", "log.dirs": "/x", "process.roles": "broker"})
-	if want := "Cannot update these configs dynamically: [log.dirs, process.roles, node.id]"; code != invalid || msg != want {
+	if want := "Cannot update these configs dynamically: [node.id, process.roles, log.dirs]"; code != invalid || msg != want {
 		t.Errorf("three read-only keys: %d %q, want %q", code, msg, want)
 	}
 	// Accepted without a change: validate only, and a key Kafka does not
