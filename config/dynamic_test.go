@@ -41,6 +41,8 @@ func TestValidateDynamic(t *testing.T) {
 		{"unclean.leader.election.enable", "yes", false, "Invalid value yes for configuration unclean.leader.election.enable: Expected value to be either true or false"},
 		{"log.cleaner.io.max.bytes.per.second", "-1", false, ""},
 		{"listener.name.plaintext.max.connections", "5", false, ""},
+		{"cordoned.log.dirs", "/nonexistent", true, "requirement failed: All entries in cordoned.log.dirs must be present in log.dirs or log.dir. Missing entries : /nonexistent"},
+		{"cordoned.log.dirs", "*,/x", true, "requirement failed: When cordoned.log.dirs is set to *, it must not contain other values"},
 		{"leader.replication.throttled.rate", "-1", false, "Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"},
 	}
 	for _, tc := range cases {
@@ -52,6 +54,10 @@ func TestValidateDynamic(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s=%q (per broker %v):\n got %q\nwant %q", tc.key, tc.val, tc.perBroker, got, tc.want)
 		}
+	}
+	multi := map[string]string{"node.id": "5", "log.dirs": "/x", "process.roles": "broker"}
+	if err := c.ValidateDynamic(multi, true, nil, nil); err == nil || err.Error() != "Cannot update these configs dynamically: [node.id, process.roles, log.dirs]" {
+		t.Errorf("three read-only keys: %v", err)
 	}
 	// The current value is the broker's own: with num.replica.fetchers=4
 	// set for it, 8 is double and 9 more.

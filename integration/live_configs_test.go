@@ -118,6 +118,8 @@ func TestLiveBrokerConfigs(t *testing.T) {
 			"Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads cannot be increased to more than double the current value 1 for configuration Invalid dynamic configuration"},
 		{"KafkaConfig requirement", "", "log.retention.ms", "0", false, false,
 			"requirement failed: log.retention.ms must be unlimited (-1) or, greater than or equal to 1"},
+		{"cordoned.log.dirs outside log.dirs", "1", "cordoned.log.dirs", "/nonexistent", false, false,
+			"requirement failed: All entries in cordoned.log.dirs must be present in log.dirs or log.dir. Missing entries : /nonexistent"},
 		{"throttle rate below 0", "", "leader.replication.throttled.rate", "-1", false, false,
 			"Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"},
 		{"another broker's id", "2", "message.max.bytes", "1000", false, false, "Unexpected broker id, expected 1, but received 2"},
