@@ -14,6 +14,8 @@ package broker
 //     node's id or "" for the cluster-wide default, the image's configs
 //     with the operations applied through DynamicBrokerConfig.validate),
 //     and forwarded only when they pass; validate_only does not skip that.
+//     Other resource types than TOPIC, BROKER, BROKER_LOGGER, GROUP and
+//     CLIENT_METRICS get INVALID_REQUEST "Unknown resource type N".
 //   - The rest is forwarded to the active controller (forward_apis.go),
 //     which validates and writes the ConfigRecords; its answers follow the
 //     preprocessed ones. With nothing left to forward the broker answers
@@ -23,6 +25,7 @@ package broker
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,8 +66,14 @@ func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, req *protocol
 				continue
 			}
 			rest = append(rest, *rs)
-		default:
+		case rs.ResourceType == kmsg.ConfigResourceTypeTopic, rs.ResourceType == kmsg.ConfigResourceTypeGroupConfig,
+			rs.ResourceType == kmsg.ConfigResourceTypeClientMetrics:
 			rest = append(rest, *rs)
+		default:
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
+			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, strPtr("Unknown resource type "+strconv.Itoa(int(rs.ResourceType)))
+			resp.Resources = append(resp.Resources, rr)
 		}
 	}
 	if len(rest) == 0 {

@@ -136,6 +136,55 @@ func TestLiveBrokerConfigs(t *testing.T) {
 	if want := "Cannot update these configs dynamically: [node.id, process.roles, log.dirs]"; code != invalid || msg != want {
 		t.Errorf("three read-only keys: %d %q, want %q", code, msg, want)
 	}
+	// The preprocessing of the operations and resources
+	// (ConfigAdminManager.preprocess).
+	op := func(name string, o kmsg.IncrementalAlterConfigOp, v *string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = name, o, v
+		return c
+	}
+	set, str := kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr
+	for _, tc := range []struct {
+		name string
+		typ  kmsg.ConfigResourceType
+		res  string
+		cfgs []kmsg.IncrementalAlterConfigsRequestResourceConfig
+		code int16
+		want string
+	}{
+		{"APPEND to an INT", kmsg.ConfigResourceTypeBroker, "1", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			op("message.max.bytes", kmsg.IncrementalAlterConfigOpAppend, str("5"))}, 40, "Config value append is not allowed for config key: message.max.bytes"},
+		{"APPEND to an unknown key", kmsg.ConfigResourceTypeBroker, "1", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			op("unknown.zz", kmsg.IncrementalAlterConfigOpAppend, str("a"))}, 40, "Unknown config name: unknown.zz"},
+		{"a key twice", kmsg.ConfigResourceTypeBroker, "1", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			op("message.max.bytes", set, str("5")), op("message.max.bytes", set, str("6"))}, invalid, "Error due to duplicate config keys"},
+		{"SET null", kmsg.ConfigResourceTypeBroker, "1", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			op("message.max.bytes", set, nil)}, invalid, "Null value not supported for : message.max.bytes"},
+		{"unknown resource type", 99, "1", []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			op("a", set, str("5"))}, invalid, "Unknown resource type 99"},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rs := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rs.ResourceType, rs.ResourceName, rs.Configs = tc.typ, tc.res, tc.cfgs
+		req.Resources = append(req.Resources, rs)
+		r := rawRequest(t, b, b.Port, req, 1).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+		if msg := r.ErrorMessage; r.ErrorCode != tc.code || msg == nil || *msg != tc.want {
+			t.Errorf("%s: %d %v, want %d %q", tc.name, r.ErrorCode, msg, tc.code, tc.want)
+		}
+	}
+	for _, typ := range []kmsg.ConfigResourceType{kmsg.ConfigResourceTypeBrokerLogger, 99} {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		rs := kmsg.NewAlterConfigsRequestResource()
+		rs.ResourceType, rs.ResourceName = typ, "1"
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "root", str("DEBUG")
+		rs.Configs = append(rs.Configs, c)
+		req.Resources = append(req.Resources, rs)
+		r := rawRequest(t, b, b.Port, req, 2).(*kmsg.AlterConfigsResponse).Resources[0]
+		if want := fmt.Sprintf("Unknown resource type %d", typ); r.ErrorCode != invalid || r.ErrorMessage == nil || *r.ErrorMessage != want {
+			t.Errorf("AlterConfigs of resource type %d: %d %v, want %q", typ, r.ErrorCode, r.ErrorMessage, want)
+		}
+	}
 	// Accepted without a change: validate only, and a key Kafka does not
 	// define (a custom config).
 	if code, msg := alterBrokerConfig(t, b, "", false, true, map[string]string{"message.max.bytes": "2000"}); code != 0 {
