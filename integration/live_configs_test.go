@@ -12,10 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -250,7 +252,15 @@ func describeBrokerConfig(t *testing.T, b *Broker, name, key string) (string, km
 	rs := kmsg.NewDescribeConfigsRequestResource()
 	rs.ResourceType, rs.ResourceName, rs.ConfigNames = kmsg.ConfigResourceTypeBroker, name, []string{key}
 	req.Resources = append(req.Resources, rs)
-	resp := rawRequest(t, b, b.Port, req, 4).(*kmsg.DescribeConfigsResponse)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl) // franz-go sends it to broker name
+	if err != nil {
+		t.Fatalf("DescribeConfigs %s: %v", name, err)
+	}
 	for _, r := range resp.Resources {
 		for _, c := range r.Configs {
 			if c.Name == key && c.Value != nil {
@@ -259,4 +269,53 @@ func describeBrokerConfig(t *testing.T, b *Broker, name, key string) (string, km
 		}
 	}
 	return "", kmsg.ConfigSourceUnknown
+}
+
+// TestLiveReplicaFetchersCluster: num.replica.fetchers raised at the
+// cluster default on three nodes resizes every broker's fetcher pool
+// without a restart, and replication goes on: acks=all produces with
+// min.insync.replicas=3 (every follower must keep fetching) succeed after
+// the resize and everything is consumed.
+func TestLiveReplicaFetchersCluster(t *testing.T) {
+	requireKafkaTools(t)
+	c := StartCluster(t, ClusterOptions{Combined: 3})
+	const topic = "live-fetchers"
+	adm := kadm.NewClient(c.Client(nil))
+	cr, err := adm.CreateTopic(ctxT(t, 30*time.Second), 6, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("3")}, topic)
+	if err == nil {
+		err = cr.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	waitLeaders(t, c, topic, 6)
+	pcl := c.Client(nil, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer pcl.Close()
+	if err := pcl.ProduceSync(ctxT(t, 30*time.Second), recordsFor(topic, 60)...).FirstErr(); err != nil {
+		t.Fatalf("produce acks=all before the resize: %v", err)
+	}
+	MustKafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-configs.sh", "--bootstrap-server", c.Node(1).Addr,
+		"--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "num.replica.fetchers=2")
+	if !strings.Contains(brokerBin, "kafka-reference-broker") {
+		for _, n := range c.Nodes {
+			waitFor(t, 30*time.Second, fmt.Sprintf("node %d to resize its fetcher pool", n.ID), func() error {
+				if !strings.Contains(n.Log(), `resized the replica fetcher pool	{"numReplicaFetchers": 2`) {
+					return errors.New("not in its log yet")
+				}
+				return nil
+			})
+		}
+	}
+	for _, n := range c.Nodes {
+		if v, src := describeBrokerConfig(t, n.Broker, strconv.Itoa(int(n.ID)), "num.replica.fetchers"); v != "2" || src != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+			t.Errorf("node %d: num.replica.fetchers %q from %v, want 2 from the dynamic default", n.ID, v, src)
+		}
+	}
+	more := recordsFor(topic, 120)[60:]
+	if err := pcl.ProduceSync(ctxT(t, 30*time.Second), more...).FirstErr(); err != nil {
+		t.Fatalf("produce acks=all with min.insync.replicas=3 after the resize: %v", err)
+	}
+	if got := consumeAll(t, c.Node(2).Broker, topic, 120, 30*time.Second); len(got) != 120 {
+		t.Errorf("consumed %d, want 120", len(got))
+	}
 }
