@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,6 +73,28 @@ func TestLiveBrokerConfigs(t *testing.T) {
 	waitProduce("broker 1's message.max.bytes deleted (the default 2000 again)", true)
 	configs("--entity-default", "--alter", "--delete-config", "message.max.bytes")
 	waitProduce("the default message.max.bytes deleted", false)
+
+	// log.segment.bytes at the cluster default reaches the existing
+	// topic's log (DynamicLogConfig): 2.5 MiB make at least three
+	// segments of 1 MiB.
+	const segTopic = "live-segments"
+	createTopic(t, b, segTopic, 1, nil)
+	configs("--entity-default", "--alter", "--add-config", "log.segment.bytes=1048576")
+	waitFor(t, 60*time.Second, "1 MiB segments in "+segTopic+"-0", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for range 5 {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: segTopic, Value: make([]byte, 100<<10)}).FirstErr(); err != nil {
+				return err
+			}
+		}
+		segs, _ := filepath.Glob(filepath.Join(b.DataDir, segTopic+"-0", "*.log"))
+		if len(segs) < 3 {
+			return fmt.Errorf("%d segments", len(segs))
+		}
+		return nil
+	})
+	configs("--entity-default", "--alter", "--delete-config", "log.segment.bytes")
 
 	// num.replica.fetchers resizes the fetcher pool live: DescribeConfigs
 	// reports the dynamic value, and kgo-broker logs the resize (the
