@@ -32,11 +32,11 @@ package broker
 
 import (
 	"maps"
-	"sync/atomic"
 
 	"go.uber.org/zap"
 
 	"github.com/kgo-broker/kgo-broker/config"
+	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 	"github.com/kgo-broker/kgo-broker/storage"
 )
@@ -73,19 +73,23 @@ type appliedDynamic struct {
 	dyn      map[string]string
 }
 
-// dynamicConfigs applies the dynamic broker configs of each image.
+// dynamicConfigs applies the dynamic broker configs of each image. mu
+// serializes the subscriber with the call at startup, so that the last
+// image's configs are the ones in force.
 type dynamicConfigs struct {
 	node *Node
-	last atomic.Pointer[appliedDynamic]
+	mu   lockrank.Mutex
+	last *appliedDynamic // guarded by mu
 }
 
 func newDynamicConfigs(n *Node) *dynamicConfigs {
 	d := &dynamicConfigs{node: n}
-	d.last.Store(&appliedDynamic{
+	d.mu.SetRank(lockrank.DynamicConfigs)
+	d.last = &appliedDynamic{
 		fetchers: int(n.cfg.Int("num.replica.fetchers")),
 		cleaner:  cleanerOptions(n.cfg),
 		conns:    connLimitsOf(n.cfg),
-	})
+	}
 	return d
 }
 
@@ -99,8 +103,13 @@ func (d *dynamicConfigs) onImage(prev, img *metadatacache.Image) {
 		return
 	}
 	n := d.node
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cur := n.cache.Image(); cur != nil && cur.Offset > img.Offset {
+		img = cur // the startup call lost the race with a newer image's subscriber
+	}
 	dyn := dynamicBrokerConfigs(img, n.cfg.NodeID)
-	last := d.last.Load()
+	last := d.last
 	if maps.Equal(dyn, last.dyn) {
 		return
 	}
@@ -115,9 +124,7 @@ func (d *dynamicConfigs) onImage(prev, img *metadatacache.Image) {
 		conns:    connLimitsOf(eff),
 		dyn:      dyn,
 	}
-	if !d.last.CompareAndSwap(last, next) {
-		return // a later image is being applied
-	}
+	d.last = next
 	if next.fetchers != last.fetchers && n.replicas != nil {
 		n.logger.Info("num.replica.fetchers changed dynamically", zap.Int("from", last.fetchers), zap.Int("to", next.fetchers))
 		n.replicas.SetNumReplicaFetchers(next.fetchers)
