@@ -19,8 +19,11 @@ package broker
 // The config is dynamic (kafka-configs.sh --entity-type brokers
 // --entity-name <id> --alter --add-config cordoned.log.dirs=...): this
 // broker's dynamic value, then the cluster-wide default, then the static
-// one. "*" cordons every log dir; entries that are not log dirs of this
-// broker are ignored. BrokerRegistration v4 (the newest kmsg and this
+// one. "*" cordons every log dir. A change naming a dir that is not one
+// of this broker's log dirs is refused by the broker receiving it
+// (config_admin.go, KafkaConfig's requirement); one that reaches the image
+// otherwise (sent to the controller, or a cluster default naming another
+// broker's dirs) has those entries ignored. BrokerRegistration v4 (the newest kmsg and this
 // broker speak) has no cordoned dirs: the first heartbeat after catching
 // up reports them.
 

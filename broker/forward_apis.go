@@ -58,10 +58,10 @@ import (
 func init() {
 	regKey(19, 2, 7, onBroker, handleForwarded) // CreateTopics
 	regKey(20, 1, 6, onBroker, handleForwarded) // DeleteTopics
-	regKey(33, 0, 2, onBroker, handleForwarded) // AlterConfigs
 	regKey(37, 0, 3, onBroker, handleForwarded) // CreatePartitions
-	// IncrementalAlterConfigs (44): 44_incremental_alter_configs.go forwards
-	// all but the BROKER_LOGGER resources.
+	// IncrementalAlterConfigs (44) and AlterConfigs (33):
+	// 44_incremental_alter_configs.go and 33_alter_configs.go forward what
+	// their preprocessing (BROKER_LOGGER, BROKER validation) leaves.
 	regKey(55, 0, 2, onBroker, handleForwarded) // DescribeQuorum
 	regKey(57, 0, 2, onBroker, handleForwarded) // UpdateFeatures
 	regKey(51, 0, 0, onBroker, handleForwarded) // AlterUserScramCredentials (controller/scram.go)

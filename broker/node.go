@@ -299,15 +299,7 @@ func (n *Node) start(ctx context.Context) error {
 			RetentionCheckIntervalMs:          cfg.Long("log.retention.check.interval.ms"),
 			ProducerExpirationCheckIntervalMs: int64(cfg.Int("producer.id.expiration.check.interval.ms")),
 			RecoveryThreadsPerDataDir:         int(cfg.Int("num.recovery.threads.per.data.dir")),
-			Cleaner: storage.CleanerOptions{
-				Disabled:            !cfg.Bool("log.cleaner.enable") || cfg.Int("log.cleaner.threads") == 0,
-				Threads:             int(cfg.Int("log.cleaner.threads")),
-				DedupeBufferSize:    cfg.Long("log.cleaner.dedupe.buffer.size"),
-				IOBufferSize:        int(cfg.Int("log.cleaner.io.buffer.size")),
-				IOMaxBytesPerSecond: cfg.Double("log.cleaner.io.max.bytes.per.second"),
-				LoadFactor:          cfg.Double("log.cleaner.io.buffer.load.factor"),
-				BackoffMs:           cfg.Long("log.cleaner.backoff.ms"),
-			},
+			Cleaner:                           cleanerOptions(cfg),
 			// KIP-112: a failed log dir is reported to the controller in
 			// the next heartbeat's OfflineLogDirs.
 			OnDirFailure: func(dir string) {
@@ -534,6 +526,11 @@ func (n *Node) start(ctx context.Context) error {
 	rc := replication.ReplicationConfigFrom(cfg.InterBrokerListenerName, cfg)
 	rc.ClientOptions = ibOpts
 	n.replicas.StartReplication(rc)
+	// Dynamic broker configs applied live (dynamic_configs.go): the
+	// fetcher pool, the log cleaner, the connection limits.
+	dynCfgs := newDynamicConfigs(n)
+	n.cache.Subscribe(dynCfgs.onImage)
+	dynCfgs.onImage(nil, n.cache.Image())
 	// Moves between log dirs that a restart interrupted go on (KIP-113).
 	n.replicas.ResumeLogDirMoves()
 	n.wg.Add(1)

@@ -246,34 +246,12 @@ func connectionQuotas(cfg *config.Config, logger *zap.Logger) *quota.ConnectionQ
 	cc := quota.ConnConfig{
 		MaxConnections:      int(cfg.Int("max.connections")),
 		MaxPerIP:            int(cfg.Int("max.connections.per.ip")),
-		PerIPOverrides:      map[string]int{},
 		MaxCreationRate:     int(cfg.Int("max.connection.creation.rate")),
 		Listeners:           map[string]quota.ListenerLimits{},
 		InterBrokerListener: cfg.InterBrokerListenerName,
 		Window:              quota.Window{Samples: int(cfg.Int("quota.window.num")), WindowMs: int64(cfg.Int("quota.window.size.seconds")) * 1000},
 	}
-	for _, e := range strings.Split(cfg.String("max.connections.per.ip.overrides"), ",") {
-		host, n, ok := strings.Cut(strings.TrimSpace(e), ":")
-		if !ok {
-			continue
-		}
-		count, err := strconv.Atoi(strings.TrimSpace(n))
-		if err != nil {
-			continue
-		}
-		// InetAddress.getByName: an address, or the host's first address.
-		host = strings.TrimSpace(host)
-		ip := net.ParseIP(host)
-		if ip == nil {
-			addrs, err := net.LookupIP(host)
-			if err != nil || len(addrs) == 0 {
-				logger.Warn("max.connections.per.ip.overrides: cannot resolve host; ignoring it", zap.String("host", host), zap.Error(err))
-				continue
-			}
-			ip = addrs[0]
-		}
-		cc.PerIPOverrides[ip.String()] = count
-	}
+	cc.PerIPOverrides = ipOverrides(cfg.String("max.connections.per.ip.overrides"), logger)
 	for _, l := range cfg.Listeners {
 		prefix := "listener.name." + strings.ToLower(l.Name) + "."
 		var ll quota.ListenerLimits
@@ -297,4 +275,33 @@ func (q *clientQuotas) admitConn(ctx context.Context, listener string, ip net.IP
 	}
 	q.conns.EnforceMax()
 	return nil
+}
+
+// ipOverrides parses max.connections.per.ip.overrides (host:count,...) into
+// counts by IP; a host is resolved as InetAddress.getByName does.
+func ipOverrides(v string, logger *zap.Logger) map[string]int {
+	out := map[string]int{}
+	for _, e := range strings.Split(v, ",") {
+		host, n, ok := strings.Cut(strings.TrimSpace(e), ":")
+		if !ok {
+			continue
+		}
+		count, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil {
+			continue
+		}
+		// InetAddress.getByName: an address, or the host's first address.
+		host = strings.TrimSpace(host)
+		ip := net.ParseIP(host)
+		if ip == nil {
+			addrs, err := net.LookupIP(host)
+			if err != nil || len(addrs) == 0 {
+				logger.Warn("max.connections.per.ip.overrides: cannot resolve host; ignoring it", zap.String("host", host), zap.Error(err))
+				continue
+			}
+			ip = addrs[0]
+		}
+		out[ip.String()] = count
+	}
+	return out
 }

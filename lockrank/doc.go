@@ -18,6 +18,7 @@
 //	RaftNode, RaftDial                                 raft
 //	GroupCoordinator, MarkerChannel ->
 //	  CoordinatorRuntime                               group, txn, coordinator
+//	DynamicConfigs                                     broker (dynamic configs)
 //	Fetchers -> ReplicaManager -> Partition ->
 //	  AlterPartition -> PartitionState                 replication
 //	LogMaintain -> LogCheckpoint -> CleanerCheckpoint ->

@@ -28,6 +28,10 @@ const (
 	MarkerChannel      Rank = 360 // txn.markerChannel.mu (takes the clock's lock)
 	CoordinatorRuntime Rank = 370 // coordinator.Runtime.mu (the loop map; takes a loop's mu)
 
+	// DynamicConfigs is held while the dynamic broker configs of an image
+	// are applied (the fetcher pool, the log cleaner, the connection limits).
+	DynamicConfigs Rank = 390 // broker.dynamicConfigs.mu
+
 	Fetchers       Rank = 400 // replication.fetcherManager.mu
 	ReplicaManager Rank = 410 // replication.ReplicaManager.mu
 	Partition      Rank = 420 // replication.Partition.mu
@@ -93,6 +97,7 @@ var names = map[Rank]string{
 	RaftNode: "raft.Node.mu", RaftDial: "raft.transportConn.mu",
 	GroupCoordinator: "group.Coordinator.mu", MarkerChannel: "txn.markerChannel.mu",
 	CoordinatorRuntime: "coordinator.Runtime.mu",
+	DynamicConfigs:     "broker.dynamicConfigs.mu",
 	Fetchers:           "replication.fetcherManager.mu", ReplicaManager: "replication.ReplicaManager.mu",
 	Partition: "replication.Partition.mu", AlterPartition: "replication.alterPartitionManager.mu",
 	PartitionState: "replication.Partition.stateMu",

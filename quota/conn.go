@@ -317,3 +317,23 @@ func (q *ConnectionQuotas) Count(ip net.IP) int {
 	defer q.mu.Unlock()
 	return q.counts[ip.String()]
 }
+
+// SetBrokerLimits replaces the broker-wide limits (KIP-226: max.connections,
+// max.connection.creation.rate, max.connections.per.ip and
+// max.connections.per.ip.overrides changed dynamically, ConnectionQuotas
+// .updateBrokerMaxConnections, updateMaxConnectionsPerIp and
+// updateBrokerMaxConnectionRate). Connections waiting for a slot look
+// again; a lower max.connections closes connections of the unprotected
+// listeners (EnforceMax), as the processors do; connections already over a
+// lower per-IP limit stay, and only new ones are refused.
+func (q *ConnectionQuotas) SetBrokerLimits(maxConnections, maxCreationRate, maxPerIP int, perIPOverrides map[string]int) {
+	q.mu.Lock()
+	q.cfg.MaxConnections = normLimit(maxConnections)
+	q.cfg.MaxCreationRate = normLimit(maxCreationRate)
+	q.broker.bound = float64(q.cfg.MaxCreationRate)
+	q.cfg.MaxPerIP = maxPerIP
+	q.cfg.PerIPOverrides = perIPOverrides
+	q.notifyLocked()
+	q.mu.Unlock()
+	q.EnforceMax()
+}

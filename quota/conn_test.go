@@ -156,3 +156,38 @@ func TestListenerMaxConnections(t *testing.T) {
 		t.Fatalf("second EXTERNAL connection: %v", err)
 	}
 }
+
+// TestSetBrokerLimits: max.connections.per.ip and max.connections changed
+// at run time apply to the next connection; a connection waiting for a
+// broker-wide slot is admitted when the limit rises.
+func TestSetBrokerLimits(t *testing.T) {
+	c := newClock()
+	q := NewConnectionQuotas(connCfg(func(cc *ConnConfig) { cc.MaxPerIP = 1 }), c.now)
+	q.AddListener("PLAINTEXT", nil)
+	ctx := context.Background()
+	if err := q.Admit(ctx, "PLAINTEXT", ipA); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Admit(ctx, "PLAINTEXT", ipA); !errors.Is(err, ErrTooManyConnections) {
+		t.Fatalf("second connection at max.connections.per.ip=1: %v", err)
+	}
+	q.SetBrokerLimits(0, 0, 5, map[string]int{ipB.String(): 0})
+	if err := q.Admit(ctx, "PLAINTEXT", ipB); !errors.Is(err, ErrTooManyConnections) {
+		t.Fatalf("connection of an IP overridden to 0: %v", err)
+	}
+	q.SetBrokerLimits(1, 0, 5, nil)
+	admitted := make(chan error, 1)
+	go func() { admitted <- q.Admit(ctx, "PLAINTEXT", ipA) }() // waits: max.connections=1 is taken
+	select {
+	case err := <-admitted:
+		t.Fatalf("admitted over max.connections=1: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.SetBrokerLimits(0, 0, 5, nil)
+	if err := <-admitted; err != nil {
+		t.Fatalf("waiting connection after max.connections was lifted: %v", err)
+	}
+	if n := q.Count(ipA); n != 2 {
+		t.Fatalf("%d connections of %v, want 2", n, ipA)
+	}
+}

@@ -318,6 +318,58 @@ func (m *fetcherManager) unassignLocked(tp storage.TopicPartition) {
 	}
 }
 
+// resize is AbstractFetcherManager.resizeFetcherThreadPool (KIP-226:
+// num.replica.fetchers changed dynamically): every fetcher stops, and each
+// followed partition moves with its current fetch state (offset, epochs,
+// truncation state) to the fetcher its id names under the new count, so
+// nothing is fetched twice or truncated again. m.mu is held throughout,
+// so no sync interleaves; fetcher goroutines never take it.
+func (m *fetcherManager) resize(n int) {
+	if n <= 0 {
+		n = 1
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || n == m.cfg.NumFetchers {
+		return
+	}
+	old := m.fetchers
+	for _, f := range old {
+		f.stop()
+	}
+	m.cfg.NumFetchers = n
+	m.fetchers = map[fetcherKey]*replicaFetcher{}
+	for tp, a := range m.assigned {
+		f, ok := old[a.key]
+		if !ok {
+			delete(m.assigned, tp)
+			continue
+		}
+		f.mu.Lock()
+		s, ok := f.parts[tp]
+		var cp fetchState
+		if ok {
+			cp = *s
+		}
+		f.mu.Unlock()
+		if !ok {
+			delete(m.assigned, tp)
+			continue
+		}
+		key := fetcherKey{leader: a.key.leader, id: m.fetcherID(tp)}
+		nf, ok := m.fetchers[key]
+		if !ok {
+			nf = newReplicaFetcher(m.rm, m.cfg, key.leader, key.id)
+			m.fetchers[key] = nf
+			nf.start()
+		}
+		nf.add(&cp)
+		a.key = key
+		m.assigned[tp] = a
+	}
+	m.rm.logger.Info("resized the replica fetcher pool", zap.Int("numReplicaFetchers", n), zap.Int("fetchers", len(m.fetchers)))
+}
+
 // fetcherFor returns the fetcher a partition is assigned to (tests).
 func (m *fetcherManager) fetcherFor(tp storage.TopicPartition) (*replicaFetcher, bool) {
 	m.mu.Lock()
@@ -376,4 +428,25 @@ func (rm *ReplicaManager) initialFetchState(p *Partition, epoch int32) (*fetchSt
 	}
 	return &fetchState{tp: p.tp, topicID: p.topicID, p: p, leaderEpoch: epoch, fetchOffset: l.LogEndOffset(),
 		lastFetchedEpoch: last, lag: -1}, nil
+}
+
+// SetNumReplicaFetchers resizes the replica fetcher pool to n fetchers per
+// leader (num.replica.fetchers changed dynamically, KIP-226); no-op before
+// StartReplication.
+func (rm *ReplicaManager) SetNumReplicaFetchers(n int) {
+	if r := rm.repl.Load(); r != nil {
+		r.fetchers.resize(n)
+	}
+}
+
+// NumReplicaFetchers is the num.replica.fetchers the fetcher pool uses
+// now, and the fetchers running (0, 0 before StartReplication).
+func (rm *ReplicaManager) NumReplicaFetchers() (configured, running int) {
+	r := rm.repl.Load()
+	if r == nil {
+		return 0, 0
+	}
+	r.fetchers.mu.Lock()
+	defer r.fetchers.mu.Unlock()
+	return r.cfg.NumFetchers, len(r.fetchers.fetchers)
 }

@@ -456,3 +456,52 @@ func TestReplicationNumFetchers(t *testing.T) {
 		}
 	})
 }
+
+// num.replica.fetchers changed at run time (KIP-226) moves the followed
+// partitions to the resized pool with their fetch state: replication goes
+// on from where it was, nothing is fetched twice.
+func TestReplicationResizeFetchers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 2, testReplicationConfig())
+		var names []string
+		for i := range 8 {
+			name := "r" + string(rune('a'+i))
+			names = append(names, name)
+			c.createTopic(name, []int32{1, 2}, 1, nil, nil)
+		}
+		produce := func() {
+			for _, name := range names {
+				if res := <-c.produceAsync(1, name, -1, batch(1, name)); res.ErrorCode != 0 {
+					t.Fatalf("produce %s: %v", name, kerr.ErrorForCode(res.ErrorCode))
+				}
+			}
+		}
+		produce()
+		rm := c.node(2).rm
+		if n, running := rm.NumReplicaFetchers(); n != 1 || running != 1 {
+			t.Fatalf("before: num.replica.fetchers %d, %d running", n, running)
+		}
+		rm.SetNumReplicaFetchers(3)
+		if n, running := rm.NumReplicaFetchers(); n != 3 || running < 2 || running > 3 {
+			t.Fatalf("after resizing to 3: num.replica.fetchers %d, %d running", n, running)
+		}
+		produce()
+		synctest.Wait()
+		for _, name := range names {
+			if got := c.logValues(2, name); len(got) != 2 {
+				t.Fatalf("%s on node 2 after the resize: %v", name, got)
+			}
+		}
+		rm.SetNumReplicaFetchers(1)
+		if n, running := rm.NumReplicaFetchers(); n != 1 || running != 1 {
+			t.Fatalf("after resizing to 1: num.replica.fetchers %d, %d running", n, running)
+		}
+		produce()
+		synctest.Wait()
+		for _, name := range names {
+			if got := c.logValues(2, name); len(got) != 3 {
+				t.Fatalf("%s on node 2 after the second resize: %v", name, got)
+			}
+		}
+	})
+}

@@ -796,3 +796,47 @@ func TestCompactionRealMarkers(t *testing.T) {
 		t.Fatalf("final %s", got)
 	}
 }
+
+// log.cleaner.threads and the other log.cleaner.* keys changed at run time
+// (KIP-226, LogCleaner.reconfigure) restart the cleaner threads with the
+// new settings; the cleaner still cleans afterwards.
+func TestReconfigureCleaner(t *testing.T) {
+	fs := vfs.NewMem()
+	clk := newClock()
+	m, err := OpenManager(ManagerOptions{FS: fs, LogDirs: []string{"/d1"}, Now: clk.Now,
+		Cleaner: CleanerOptions{Threads: 1, BackoffMs: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.ReconfigureCleaner(CleanerOptions{Threads: 3}) // before Start: options only
+	if n := m.CleanerThreads(); n != 0 {
+		t.Fatalf("%d cleaner threads before Start", n)
+	}
+	m.Start(time.Hour)
+	if n := m.CleanerThreads(); n != 3 {
+		t.Fatalf("%d cleaner threads after Start, want 3", n)
+	}
+	m.ReconfigureCleaner(CleanerOptions{Threads: 2, BackoffMs: 10, DedupeBufferSize: 4 << 20})
+	if n := m.CleanerThreads(); n != 2 {
+		t.Fatalf("%d cleaner threads after reconfiguring to 2", n)
+	}
+	cfg := compactCfg()
+	cfg.MinCleanableDirtyRatio = 0.01
+	l, err := m.GetOrCreateLog(TopicPartition{"c", 0}, [16]byte{1}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		mustAppend(t, l, kv(clk.Ms(), "k", fmt.Sprint(i)), 0)
+	}
+	l.Roll()
+	mustAppend(t, l, kv(clk.Ms(), "k", "last"), 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for l.FirstDirtyOffset() < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reconfigured cleaner did not clean: first dirty %d", l.FirstDirtyOffset())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -66,6 +66,16 @@ type cleanerState struct {
 }
 
 func (m *Manager) initCleaner() {
+	m.cleaner.mu.SetRank(lockrank.Cleaner)
+	m.cleaner.ckptMu.SetRank(lockrank.CleanerCheckpoint)
+	m.cleaner.inProgress = map[TopicPartition]bool{}
+	m.cleaner.uncleanable = map[string]map[TopicPartition]*Log{}
+	m.applyCleanerOptions()
+}
+
+// applyCleanerOptions fills in the defaults of m.o.Cleaner and builds the
+// threads' offset maps and the I/O throttle from it; no cleaner thread runs.
+func (m *Manager) applyCleanerOptions() {
 	c := &m.o.Cleaner
 	if c.Threads <= 0 {
 		c.Threads = 1
@@ -85,10 +95,6 @@ func (m *Manager) initCleaner() {
 	if c.Sleep == nil {
 		c.Sleep = time.Sleep
 	}
-	m.cleaner.mu.SetRank(lockrank.Cleaner)
-	m.cleaner.ckptMu.SetRank(lockrank.CleanerCheckpoint)
-	m.cleaner.inProgress = map[TopicPartition]bool{}
-	m.cleaner.uncleanable = map[string]map[TopicPartition]*Log{}
 	m.cleaner.maps = make(chan *offsetMap, c.Threads)
 	for range c.Threads {
 		// Kafka splits the dedupe buffer between the threads
@@ -130,6 +136,45 @@ func (m *Manager) startCleaner() {
 			}
 		}()
 	}
+}
+
+// ReconfigureCleaner is LogCleaner.reconfigure (KIP-226: log.cleaner.threads,
+// log.cleaner.dedupe.buffer.size, log.cleaner.io.buffer.size,
+// log.cleaner.io.buffer.load.factor, log.cleaner.io.max.bytes.per.second
+// and log.cleaner.backoff.ms changed dynamically): the cleaner threads stop
+// (a cleaning under way finishes first) and as many as o asks for start
+// again with the new buffers and throttle. Disabled and Sleep are kept from
+// the Manager's options (log.cleaner.enable is not dynamic). Before Start or
+// after Close only the options change.
+func (m *Manager) ReconfigureCleaner(o CleanerOptions) {
+	m.maintainLock.Lock()
+	defer m.maintainLock.Unlock()
+	m.mu.Lock()
+	closed := m.mu.closed
+	m.mu.Unlock()
+	if closed {
+		return
+	}
+	running := m.cleaner.stop != nil
+	m.stopCleaner()
+	o.Disabled, o.Sleep = m.o.Cleaner.Disabled, m.o.Cleaner.Sleep
+	m.o.Cleaner = o
+	m.applyCleanerOptions()
+	if running {
+		m.startCleaner()
+	}
+	m.logger.Info("reconfigured the log cleaner", zap.Int("threads", m.o.Cleaner.Threads),
+		zap.Int64("dedupeBufferSize", m.o.Cleaner.DedupeBufferSize), zap.Float64("ioMaxBytesPerSecond", m.o.Cleaner.IOMaxBytesPerSecond))
+}
+
+// CleanerThreads is the number of log cleaner threads running.
+func (m *Manager) CleanerThreads() int {
+	m.maintainLock.Lock()
+	defer m.maintainLock.Unlock()
+	if m.cleaner.stop == nil {
+		return 0
+	}
+	return m.o.Cleaner.Threads
 }
 
 func (m *Manager) stopCleaner() {

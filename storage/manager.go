@@ -878,7 +878,9 @@ func (m *Manager) Start(tick time.Duration) {
 		tick = time.Second
 	}
 	m.startOnce.Do(func() {
+		m.maintainLock.Lock()
 		m.startCleaner()
+		m.maintainLock.Unlock()
 		m.stop = make(chan struct{})
 		m.loopDone = make(chan struct{})
 		go func() {
@@ -928,9 +930,9 @@ func (m *Manager) Close() error {
 		close(m.stop)
 		<-m.loopDone
 	}
-	m.stopCleaner()
 	m.maintainLock.Lock()
 	defer m.maintainLock.Unlock()
+	m.stopCleaner() // under maintainLock: ReconfigureCleaner restarts the threads under it
 	m.dropDirDeletions()
 	m.mu.Lock()
 	err := m.closeLogs()
