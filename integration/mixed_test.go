@@ -95,7 +95,12 @@ func mixedScenario(t *testing.T, c *mixedCluster, subject []int32) {
 		if _, err := adm.CreateTopic(ctx, 1, rf, nil, "mx-admin"); !isErr(err, kerr.TopicAlreadyExists) {
 			t.Errorf("second CreateTopics: %v, want TOPIC_ALREADY_EXISTS", err)
 		}
-		waitMixedLeaders(t, seeds[0], "mx-admin", 2)
+		// Every subject broker must know the topic first: kadm asks any of
+		// them for the current partition count, and a broker may apply the
+		// controller's records a moment after CreateTopics was answered.
+		for _, n := range seeds {
+			waitMixedLeaders(t, n, "mx-admin", 2)
+		}
 		if r, err := adm.CreatePartitions(ctx, 2, "mx-admin"); err != nil || r["mx-admin"].Err != nil {
 			t.Fatalf("CreatePartitions: %v %+v", err, r)
 		}

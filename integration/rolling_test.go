@@ -77,23 +77,8 @@ func TestRollingReplacement(t *testing.T) {
 		Combined:        3,
 		Kind:            func(int32) nodeKind { return kindKafka },
 		KafkaFormatArgs: []string{"--feature", "share.version=0", "--feature", "streams.version=0"},
-		Overrides: map[string]string{
-			"offsets.topic.replication.factor":         "3",
-			"offsets.topic.num.partitions":             "3",
-			"transaction.state.log.replication.factor": "3",
-			"transaction.state.log.num.partitions":     "3",
-			"transaction.state.log.min.isr":            "2",
-			"replica.lag.time.max.ms":                  "5000",
-			"replica.fetch.backoff.ms":                 "200",
-			// A snapshot every few seconds, so that every swapped node
-			// starts from one the other implementation wrote.
-			"metadata.log.max.snapshot.interval.ms": "5000",
-			// The roll leaves the last node leading nothing: the active
-			// controller's periodic preferred election (auto.leader.rebalance.enable,
-			// on by default) must give its partitions back within one interval.
-			"leader.imbalance.check.interval.seconds": strconv.Itoa(rollingImbalanceCheckSeconds),
-		},
-		NoWait: true,
+		Overrides:       rollingOverrides(),
+		NoWait:          true,
 	})
 	for _, n := range c.Nodes {
 		c.WaitNodeReady(n, 3*readyTimeout()) // three JVMs starting at once
@@ -109,6 +94,56 @@ func TestRollingReplacement(t *testing.T) {
 	}
 	r.finish()
 	t.Logf("rolling replacement done in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestRollingRestart is the operator's weekly rolling restart (issue 15): a
+// three-node cluster of the broker under test (combined nodes) under the same
+// load and checks as TestRollingReplacement, each node stopped with SIGTERM
+// (controlled shutdown moves its leadership away first) and started again on
+// its data, the next only once every ISR is full: no failed send, nothing
+// lost, and the preferred leaders back within one
+// leader.imbalance.check.interval.seconds. It runs against Apache Kafka 4.4
+// too (KGO_BROKER_BIN=kafka-reference-broker).
+func TestRollingRestart(t *testing.T) {
+	requireKafkaTools(t)
+	start := time.Now()
+	c := StartCluster(t, ClusterOptions{
+		Combined:        3,
+		KafkaFormatArgs: []string{"--feature", "share.version=0", "--feature", "streams.version=0"},
+		Overrides:       rollingOverrides(),
+		NoWait:          true,
+	})
+	for _, n := range c.Nodes {
+		c.WaitNodeReady(n, 3*readyTimeout())
+	}
+	r := newRolling(t, c)
+	r.setUp()
+	r.check("before the restart")
+	for i, n := range c.Nodes {
+		r.swap(n, n.Kind, i == len(c.Nodes)-1)
+	}
+	r.finish()
+	t.Logf("rolling restart done in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// rollingOverrides are the cluster configs of the rolling tests.
+func rollingOverrides() map[string]string {
+	return map[string]string{
+		"offsets.topic.replication.factor":         "3",
+		"offsets.topic.num.partitions":             "3",
+		"transaction.state.log.replication.factor": "3",
+		"transaction.state.log.num.partitions":     "3",
+		"transaction.state.log.min.isr":            "2",
+		"replica.lag.time.max.ms":                  "5000",
+		"replica.fetch.backoff.ms":                 "200",
+		// A snapshot every few seconds, so that every swapped node
+		// starts from one the other implementation wrote.
+		"metadata.log.max.snapshot.interval.ms": "5000",
+		// The roll leaves the last node leading nothing: the active
+		// controller's periodic preferred election (auto.leader.rebalance.enable,
+		// on by default) must give its partitions back within one interval.
+		"leader.imbalance.check.interval.seconds": strconv.Itoa(rollingImbalanceCheckSeconds),
+	}
 }
 
 type rolling struct {
