@@ -559,14 +559,19 @@ func (m *Manager) getOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 		m.mu.logs[tp] = &managedLog{log: l, dir: dir, stub: true}
 		return l, nil
 	}
-	counts := map[string]int{}
-	for _, ml := range m.mu.logs {
-		counts[ml.dir]++
-	}
 	var dirs []string
 	for _, d := range m.o.LogDirs {
 		if !m.mu.offline[d] {
 			dirs = append(dirs, d)
+		}
+	}
+	// The least loaded dir needs the logs counted, a walk of every log: only
+	// when there is a choice (a walk per new log on a single dir made
+	// creating n partitions O(n^2): 10,000 took seconds of CPU in this loop).
+	counts := map[string]int{}
+	if len(dirs) > 1 {
+		for _, ml := range m.mu.logs {
+			counts[ml.dir]++
 		}
 	}
 	if len(dirs) == 0 {
