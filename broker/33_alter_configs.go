@@ -30,21 +30,16 @@ func init() { regKey(33, 0, 2, onBroker, handleAlterConfigs) }
 func handleAlterConfigs(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.AlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
-	type resKey struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	count := map[resKey]int{}
-	for _, rs := range r.Resources {
-		count[resKey{rs.ResourceType, rs.ResourceName}]++
-	}
+	repeated := repeatedResources(len(r.Resources), func(i int) (kmsg.ConfigResourceType, string) {
+		return r.Resources[i].ResourceType, r.Resources[i].ResourceName
+	})
 	var rest []kmsg.AlterConfigsRequestResource
 	for i := range r.Resources {
 		rs := &r.Resources[i]
 		var e *apiError
 		switch {
-		case count[resKey{rs.ResourceType, rs.ResourceName}] > 1:
-			e = &apiError{kerr.InvalidRequest, "Each resource must appear at most once."}
+		case repeated[i]:
+			e = &apiError{kerr.InvalidRequest, errRepeatedResource}
 		case rs.ResourceType == kmsg.ConfigResourceTypeBroker:
 			e = b.preprocessLegacyBroker(rs)
 		case rs.ResourceType == kmsg.ConfigResourceTypeTopic, rs.ResourceType == kmsg.ConfigResourceTypeGroupConfig,

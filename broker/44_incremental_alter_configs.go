@@ -38,22 +38,17 @@ func init() { regKey(44, 0, 1, onBroker, handleIncrementalAlterConfigs) }
 func handleIncrementalAlterConfigs(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	type resKey struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	count := map[resKey]int{}
-	for _, rs := range r.Resources {
-		count[resKey{rs.ResourceType, rs.ResourceName}]++
-	}
+	repeated := repeatedResources(len(r.Resources), func(i int) (kmsg.ConfigResourceType, string) {
+		return r.Resources[i].ResourceType, r.Resources[i].ResourceName
+	})
 	var rest []kmsg.IncrementalAlterConfigsRequestResource
 	for i := range r.Resources {
 		rs := &r.Resources[i]
 		switch {
-		case count[resKey{rs.ResourceType, rs.ResourceName}] > 1:
+		case repeated[i]:
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = rs.ResourceType, rs.ResourceName
-			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, strPtr("Each resource must appear at most once.")
+			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, strPtr(errRepeatedResource)
 			resp.Resources = append(resp.Resources, rr)
 		case rs.ResourceType == kmsg.ConfigResourceTypeBrokerLogger:
 			resp.Resources = append(resp.Resources, b.brokerLoggerResult(req, r.ValidateOnly, rs))

@@ -34,6 +34,30 @@ import (
 	"github.com/kgo-broker/kgo-broker/config"
 )
 
+// repeatedResources reports, for each of n resources (at names the i-th),
+// whether the request names its (type, name) more than once: AlterConfigs and
+// IncrementalAlterConfigs answer every copy INVALID_REQUEST
+// errRepeatedResource (ConfigAdminManager.preprocess).
+func repeatedResources(n int, at func(i int) (kmsg.ConfigResourceType, string)) []bool {
+	type key struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	count := make(map[key]int, n)
+	for i := range n {
+		t, name := at(i)
+		count[key{t, name}]++
+	}
+	out := make([]bool, n)
+	for i := range n {
+		t, name := at(i)
+		out[i] = count[key{t, name}] > 1
+	}
+	return out
+}
+
+const errRepeatedResource = "Each resource must appear at most once."
+
 // brokerConfigName checks a BROKER resource name
 // (validateResourceNameIsCurrentNodeId); perBroker is false for "".
 func (b *Broker) brokerConfigName(name string) (perBroker bool, e *apiError) {
