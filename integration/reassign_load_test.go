@@ -189,8 +189,14 @@ func TestReassignUnderLoad(t *testing.T) {
 		return nil
 	})
 
-	// A few more seconds of writes on the new replicas, then the checks.
-	time.Sleep(2 * time.Second)
+	// Writes acknowledged by the new replicas on every partition, then the checks.
+	moved := time.Now()
+	waitFor(t, 30*time.Second, "acknowledgements after the move", func() error {
+		if _, ok := w.resumedAfter([]int32{0, 1, 2}, moved); !ok {
+			return fmt.Errorf("not every partition acknowledged a record enqueued after the move")
+		}
+		return nil
+	})
 	res := w.Check(t)
 	t.Logf("CHECK: %d acknowledged, %d failed, %d unacknowledged; lost %d, duplicated %d, reordered %d, offset mismatch %d, phantom reads %d, consumer rewinds %d, diverged replicas %d, lagging replicas %d",
 		res.Acked, res.Failed, res.Unacked, res.Lost, res.Duplicated, res.Reordered, res.OffsetMismatch, res.PhantomReads, res.ConsumerRewinds, res.DivergedReplicas, res.LaggingReplicas)
