@@ -3,7 +3,9 @@ package main
 // Scale mode (BENCH_SCALE=<partitions>, issue 16): one node of each broker
 // with that many partitions (topics of 1,000 partitions, RF 1), one after the
 // other: the time to create them (CreateTopics until Metadata names a leader
-// for every partition), idle RSS and RSS per partition, idle CPU, the time a
+// for every partition, and until DescribeLogDirs lists a log for every one:
+// both brokers name leaders before the logs exist), idle RSS and RSS per
+// partition, idle CPU once every log exists, the time a
 // restarted node takes to replay its metadata and logs and serve again (exec
 // until a Metadata response names a leader for every partition), and produce
 // throughput spread over 1,000 partitions (the load generator). Writes
@@ -25,8 +27,9 @@ import (
 type scaleResult struct {
 	Partitions     int
 	CreateSeconds  float64
-	BaseRSS        int64 // bytes, idle before the topics
-	IdleRSS        int64 // bytes, idle with them
+	LogsSeconds    float64 // CreateTopics until every partition's log exists
+	BaseRSS        int64   // bytes, idle before the topics
+	IdleRSS        int64   // bytes, idle with them
 	IdleCPU        float64
 	IdleSeconds    float64
 	RestartSeconds float64
@@ -63,7 +66,33 @@ func leadersReady(ctx context.Context, adm *kadm.Client, prefix string) (int, er
 	return n, nil
 }
 
+// logsReady reports how many partitions of topics with the prefix have a
+// log on the broker (DescribeLogDirs).
+func logsReady(ctx context.Context, adm *kadm.Client, prefix string) (int, error) {
+	ds, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	ds.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if strings.HasPrefix(p.Topic, prefix) {
+				n++
+			}
+		})
+	})
+	return n, nil
+}
+
+func waitLogs(ctx context.Context, b *broker, prefix string, want int, timeout time.Duration) error {
+	return waitCount(ctx, b, "with a log", want, timeout, func(adm *kadm.Client) (int, error) { return logsReady(ctx, adm, prefix) })
+}
+
 func waitLeaders(ctx context.Context, b *broker, prefix string, want int, timeout time.Duration) error {
+	return waitCount(ctx, b, "with a leader", want, timeout, func(adm *kadm.Client) (int, error) { return leadersReady(ctx, adm, prefix) })
+}
+
+func waitCount(ctx context.Context, b *broker, what string, want int, timeout time.Duration, count func(*kadm.Client) (int, error)) error {
 	cl, adm, err := admin(b)
 	if err != nil {
 		return err
@@ -71,12 +100,12 @@ func waitLeaders(ctx context.Context, b *broker, prefix string, want int, timeou
 	defer cl.Close()
 	deadline := time.Now().Add(timeout)
 	for {
-		n, err := leadersReady(ctx, adm, prefix)
+		n, err := count(adm)
 		if err == nil && n >= want {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d partitions with a leader after %v (%v)", n, want, timeout, err)
+			return fmt.Errorf("%d of %d partitions %s after %v (%v)", n, want, what, timeout, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -126,8 +155,13 @@ func runScaleOne(ctx context.Context, s settings, k kind, dir string, partitions
 		return r
 	}
 	r.CreateSeconds = time.Since(t0).Seconds()
+	if err := waitLogs(ctx, b, "scale-", partitions, 30*time.Minute); err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	r.LogsSeconds = time.Since(t0).Seconds()
 
-	// Idle: let log creation and the JIT settle, then 30 s.
+	// Idle: every log exists; let the JIT and the first checkpoints settle, then 30 s.
 	time.Sleep(10 * time.Second)
 	before, err := readProc(b.Pid())
 	if err != nil {
@@ -183,8 +217,8 @@ func runScale(ctx context.Context, s settings, tmp string, partitions int) error
 		if r.Err != "" {
 			log.Printf("scale: %s: %s", k.Title(), r.Err)
 		} else {
-			log.Printf("scale: %s: create %.1f s, idle RSS %.0f MiB (%.1f KiB/partition), idle CPU %.2f s in %.0f s, restart %.1f s, spread %.0f rec/s",
-				k.Title(), r.CreateSeconds, mib(r.IdleRSS), r.RSSPerPartition()/1024, r.IdleCPU, r.IdleSeconds, r.RestartSeconds, r.SpreadRecPerS)
+			log.Printf("scale: %s: create %.1f s (logs %.1f s), idle RSS %.0f MiB (%.1f KiB/partition), idle CPU %.2f s in %.0f s, restart %.1f s, spread %.0f rec/s",
+				k.Title(), r.CreateSeconds, r.LogsSeconds, mib(r.IdleRSS), r.RSSPerPartition()/1024, r.IdleCPU, r.IdleSeconds, r.RestartSeconds, r.SpreadRecPerS)
 		}
 		res[k] = r
 		if !s.Keep {
@@ -205,6 +239,7 @@ func runScale(ctx context.Context, s settings, tmp string, partitions int) error
 		p("| %s | %s | %s | %s |\n", name, fmtNum(x), fmtNum(y), fmtRatio(ratio(y, x)))
 	}
 	row("create: CreateTopics until every partition has a leader, s", a.CreateSeconds, g.CreateSeconds)
+	row("create: CreateTopics until every partition's log exists (DescribeLogDirs), s", a.LogsSeconds, g.LogsSeconds)
 	row("idle RSS before the topics, MiB", mib(a.BaseRSS), mib(g.BaseRSS))
 	row("idle RSS with them, MiB", mib(a.IdleRSS), mib(g.IdleRSS))
 	row("RSS per partition, KiB", a.RSSPerPartition()/1024, g.RSSPerPartition()/1024)

@@ -85,8 +85,12 @@ func ParseTopicID(s string) ([16]byte, error) {
 }
 
 func writePartitionMetadata(fs vfs.FS, dir string, id [16]byte) error {
-	data := "version: 0\ntopic_id: " + TopicIDString(id)
-	return vfs.WriteFileAtomic(fs, dir+"/"+partitionMetadataFile, []byte(data))
+	return vfs.WriteFileAtomic(fs, dir+"/"+partitionMetadataFile, topicIDFileData(id))
+}
+
+// topicIDFileData is partition.metadata's content (PartitionMetadataFile).
+func topicIDFileData(id [16]byte) []byte {
+	return []byte("version: 0\ntopic_id: " + TopicIDString(id))
 }
 
 func readPartitionMetadata(fs vfs.FS, dir string) ([16]byte, bool, error) {

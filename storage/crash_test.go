@@ -38,6 +38,11 @@ type crashModel struct {
 	// a producer snapshot keeps it).
 	seq   map[TopicPartition]int32
 	seqAt map[TopicPartition]int64
+	// created: the topic id of every partition whose GetOrCreateLog
+	// returned (and that was not deleted since): the log is there after a
+	// crash, under that id (a new log syncs its directory before it is
+	// returned).
+	created map[TopicPartition][16]byte
 }
 
 // crashPID is the workload's idempotent producer.
@@ -45,7 +50,7 @@ const crashPID = 42
 
 func newCrashModel() *crashModel {
 	return &crashModel{acked: map[TopicPartition]map[int64]string{}, deleted: map[TopicPartition][16]byte{},
-		seq: map[TopicPartition]int32{}, seqAt: map[TopicPartition]int64{}}
+		seq: map[TopicPartition]int32{}, seqAt: map[TopicPartition]int64{}, created: map[TopicPartition][16]byte{}}
 }
 
 func (m *crashModel) snapshot() *crashModel {
@@ -61,10 +66,19 @@ func (m *crashModel) snapshot() *crashModel {
 	for tp, id := range m.deleted {
 		c.deleted[tp] = id
 	}
+	for tp, id := range m.created {
+		c.created[tp] = id
+	}
 	for tp, s := range m.seq {
 		c.seq[tp], c.seqAt[tp] = s, m.seqAt[tp]
 	}
 	return c
+}
+
+func (m *crashModel) create(tp TopicPartition, id [16]byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.created[tp] = id
 }
 
 func (m *crashModel) ack(tp TopicPartition, off int64, v string) {
@@ -115,6 +129,7 @@ func (m *crashModel) drop(tp TopicPartition) {
 	defer m.mu.Unlock()
 	delete(m.acked, tp)
 	delete(m.seq, tp)
+	delete(m.created, tp) // a crash during the deletion may keep it or not
 }
 
 func (m *crashModel) markDeleted(tp TopicPartition, id [16]byte) {
@@ -197,6 +212,11 @@ func checkCrashImage(t *testing.T, img crashImage, clk *clock, dirs []string) {
 		t.Fatalf("%s: offline dirs %v", where, m.OfflineDirs())
 	}
 	logs := m.Logs()
+	for tp, id := range img.model.created {
+		if l, ok := logs[tp]; !ok || l.TopicID() != id {
+			t.Fatalf("%s: created partition %s (topic id %x) is gone (present %v)\n%s", where, tp, id, ok, listFiles(img.fs, "/kafka"))
+		}
+	}
 	for tp, id := range img.model.deleted {
 		if l, ok := logs[tp]; ok && l.TopicID() == id {
 			t.Fatalf("%s: deleted partition %s is back", where, tp)
@@ -362,6 +382,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				model.create(tp, [16]byte{byte(i + 1)})
 				logs[tp] = l
 				if err := l.AssignEpochStartOffset(0, 0); err != nil {
 					t.Fatal(err)
@@ -440,6 +461,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					model.create(tp, [16]byte{byte(step), 0xff})
 					logs[tp], epochs[tp] = nl, 0
 					if err := nl.AssignEpochStartOffset(0, 0); err != nil {
 						t.Fatal(err)

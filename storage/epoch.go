@@ -30,8 +30,13 @@ type epochCache struct {
 	entries []epochEntry
 }
 
+// newEpochCache is the empty cache of a new log, with no file yet.
+func newEpochCache(fs vfs.FS, dir string) *epochCache {
+	return &epochCache{fs: fs, file: filepath.Join(dir, leaderEpochCheckpointFile)}
+}
+
 func loadEpochCache(fs vfs.FS, dir string) (*epochCache, error) {
-	c := &epochCache{fs: fs, file: filepath.Join(dir, leaderEpochCheckpointFile)}
+	c := newEpochCache(fs, dir)
 	lines, err := readCheckpoint(fs, c.file, 0, 2)
 	if err != nil {
 		return nil, err

@@ -606,7 +606,9 @@ func (m *Manager) createLogIn(dir, name string, topicID [16]byte, cfg Config, lo
 	l, err := OpenLog(LogOptions{FS: m.o.FS, Dir: filepath.Join(dir, name), Config: cfg, Now: m.o.Now,
 		Logger: logger, HadCleanShutdown: true, TopicID: topicID,
 		OnIOError: func(err error) { m.dirFailed(dir, err) }, OnFlush: m.o.OnFlush})
-	if err == nil {
+	if err == nil && !l.created {
+		// OpenLog synced the entry of a directory it made; one that was
+		// there already is synced here
 		if err = m.o.FS.SyncDir(dir); err != nil {
 			l.Close()
 		}

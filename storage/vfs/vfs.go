@@ -139,26 +139,43 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 // LogManager does after creating a log dir). Existing directories are left
 // alone.
 func MkdirAllSync(fs FS, dir string, perm os.FileMode) error {
-	var missing []string
+	created, err := MkdirAllCreated(fs, dir, perm)
+	if err != nil {
+		return err
+	}
+	return SyncCreated(fs, created)
+}
+
+// MkdirAllCreated is MkdirAll returning the directories it created, dir
+// first, without syncing anything: a caller that fills a new directory
+// syncs it and then SyncCreated(created), one sync per directory instead of
+// one per file (a new partition's log, issue 16).
+func MkdirAllCreated(fs FS, dir string, perm os.FileMode) (created []string, err error) {
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := fs.Stat(d); err == nil {
 			break
 		} else if !os.IsNotExist(err) {
-			return err
+			return nil, err
 		}
-		missing = append(missing, d)
+		created = append(created, d)
 		if filepath.Dir(d) == d {
 			break
 		}
 	}
-	if len(missing) == 0 {
-		return nil
+	if len(created) == 0 {
+		return nil, nil
 	}
 	if err := fs.MkdirAll(dir, perm); err != nil {
-		return err
+		return nil, err
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := fs.SyncDir(filepath.Dir(missing[i])); err != nil {
+	return created, nil
+}
+
+// SyncCreated fsyncs the parent of every directory MkdirAllCreated made,
+// top down, so that each one's entry survives a crash.
+func SyncCreated(fs FS, created []string) error {
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := fs.SyncDir(filepath.Dir(created[i])); err != nil {
 			return err
 		}
 	}
@@ -168,6 +185,16 @@ func MkdirAllSync(fs FS, dir string, perm os.FileMode) error {
 // WriteFileAtomic writes data to name.tmp, fsyncs it, renames it over name and fsyncs
 // the directory: the way Kafka writes checkpoint files (Utils.atomicMoveWithFallback).
 func WriteFileAtomic(fs FS, name string, data []byte) error {
+	if err := WriteFileRename(fs, name, data); err != nil {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(name))
+}
+
+// WriteFileRename is WriteFileAtomic without the directory sync, for a
+// caller that syncs the directory once after writing several files in it:
+// a crash before that sync leaves the old file or none, never a torn one.
+func WriteFileRename(fs FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -184,8 +211,5 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fs.Rename(tmp, name); err != nil {
-		return err
-	}
-	return fs.SyncDir(filepath.Dir(name))
+	return fs.Rename(tmp, name)
 }
