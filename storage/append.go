@@ -288,7 +288,7 @@ func (l *Log) appendLeader(records []byte, leaderEpoch int32, o AppendOptions) (
 	if err := l.commitProducers(u); err != nil {
 		return info, durableWait{}, err
 	}
-	if l.mu.epochs.assign(leaderEpoch, v.hdrs[0].BaseOffset) {
+	if l.mu.epochs.mustFlush(l.mu.epochs.assign(leaderEpoch, v.hdrs[0].BaseOffset)) {
 		if err := l.mu.epochs.flush(); err != nil {
 			return info, durableWait{}, err
 		}
@@ -513,7 +513,7 @@ func (l *Log) AppendAsFollower(records []byte) (_ AppendInfo, err error) {
 		l.mu.Unlock()
 		return info, err
 	}
-	if changed {
+	if l.mu.epochs.mustFlush(changed) {
 		if err := l.mu.epochs.flush(); err != nil {
 			l.mu.Unlock()
 			return info, err

@@ -28,7 +28,21 @@ type epochCache struct {
 	fs      vfs.FS
 	file    string
 	entries []epochEntry
+	// stale: the file differs from entries, but only in entries that
+	// describe no record: ones past the log end or before its start that
+	// opening the log truncated (Kafka's LogLoader flushes that truncation
+	// asynchronously, truncateFromEndAsyncFlush, KAFKA-15046), and an epoch
+	// led from the log end with nothing appended in it yet
+	// (AssignEpochStartOffset). Losing either in a crash is the same as
+	// never having truncated (a reopen truncates again) or never having led
+	// that epoch. The next append writes the file before a record lands in
+	// such an epoch (mustFlush), so the file always describes every record.
+	stale bool
 }
+
+// mustFlush reports whether an append that changed the cache (changed)
+// must write the file.
+func (c *epochCache) mustFlush(changed bool) bool { return changed || c.stale }
 
 // newEpochCache is the empty cache of a new log, with no file yet.
 func newEpochCache(fs vfs.FS, dir string) *epochCache {
@@ -57,7 +71,11 @@ func (c *epochCache) flush() error {
 	for i, e := range c.entries {
 		lines[i] = strconv.FormatInt(int64(e.epoch), 10) + " " + strconv.FormatInt(e.start, 10)
 	}
-	return writeCheckpoint(c.fs, c.file, 0, lines)
+	if err := writeCheckpoint(c.fs, c.file, 0, lines); err != nil {
+		return err
+	}
+	c.stale = false
+	return nil
 }
 
 func (c *epochCache) latest() (epochEntry, bool) {
