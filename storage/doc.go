@@ -208,7 +208,15 @@
 //     or renamed, the directory). Otherwise durability is replication's.
 //   - A directory the storage creates (a log dir, a partition directory) has its
 //     parent fsynced (vfs.MkdirAllSync; Kafka does it for log dirs and leaves
-//     partition directories to the next checkpoint written in the log dir).
+//     partition directories to the next checkpoint written in the log dir). A
+//     new partition directory is filled first and then it and its parent are
+//     fsynced once each, before OpenLog returns (vfs.MkdirAllCreated,
+//     vfs.SyncCreated).
+//   - leader-epoch-checkpoint describes every record: it is written before the
+//     first record of an epoch is appended. An epoch led from the log end with
+//     no record yet, and the truncation of epochs past the end on opening, are
+//     written with the next append (epochCache.stale): losing them in a crash
+//     is the same as never having led that epoch, or truncating again.
 //   - Checkpoints and producer snapshots are published by rename after an fsync,
 //     and the directory fsynced (vfs.WriteFileAtomic, Utils.atomicMoveWithFallback).
 //   - A truncation is fsynced (the truncated segment, and the directory when
@@ -225,7 +233,7 @@
 //   - Recovery rescans from the recovery point (every segment after an unclean
 //     shutdown), truncates at the first torn or corrupt batch, and makes the leader
 //     epoch cache agree with the batches it rescans (epochCache.recovered): the
-//     checkpoint is fsynced as soon as an epoch starts, before its records are, so
+//     checkpoint is fsynced with an epoch's first record, before the record is, so
 //     it may name an epoch for offsets that hold older records after the crash.
 //     Entries starting at or past the recovered log end offset are dropped
 //     (LogLoader); an epoch the cache dropped from its start (DeleteRecords,
