@@ -28,6 +28,9 @@
 //	BENCH_KGO_BIN=path   the kgo-broker binary (default bin/kgo-broker; run.sh sets it
 //	                     with BENCH_CLEAN=1), BENCH_KGO_COMMIT its label in the report
 //	BENCH_RECORDS_1K, BENCH_RECORDS_100B, BENCH_E2E_RECORDS   override the sizes
+//	BENCH_SCALE=n        scale mode instead (bench/scale.go): n partitions on one node
+//	BENCH_CONNS=n        connections mode instead (bench/conns.go): n idle client
+//	                     connections to one node, RSS and CPU with them
 //	KAFKA_HEAP_OPTS      Apache Kafka's heap (default -Xmx1G -Xms1G, kafka-server-start.sh's)
 package main
 
@@ -186,6 +189,17 @@ func main() {
 			log.Fatal(err)
 		}
 		fmt.Println(filepath.Join(s.OutDir, "scale-latest.md"))
+		return
+	}
+	if v := os.Getenv("BENCH_CONNS"); v != "" && v != "0" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			log.Fatalf("BENCH_CONNS=%q: want a number of connections", v)
+		}
+		if err := runConns(ctx, s, tmp, n); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(filepath.Join(s.OutDir, "conns-latest.md"))
 		return
 	}
 	if len(s.Profile) > 0 {

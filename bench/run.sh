@@ -7,6 +7,8 @@
 #   BENCH_N=5 BENCH_SCENARIOS='^produce-1k' make bench
 #   BENCH_CLEAN=1 make bench         measure HEAD as committed (not the work tree)
 #   BENCH_WAIT_QUIET=600 make bench  before each run wait for a quiet machine (max 600 s in all)
+#   BENCH_SCALE=10000 make bench     scale mode: 10,000 partitions on one node (bench/scale.go)
+#   BENCH_CONNS=10000 make bench     10,000 idle client connections to one node (bench/conns.go)
 #
 # Installs what it needs idempotently: Apache Kafka's jars (scripts/install-tools.sh,
 # cached) and gnuplot (Debian gnuplot-nox, for the chart; skipped with a warning
