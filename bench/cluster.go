@@ -444,20 +444,30 @@ func runCluster(ctx context.Context, s settings, tmp string, nodes int) error {
 	var w strings.Builder
 	p := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
 	p("# Replicated cluster: %d combined nodes, RF %d, min.insync.replicas %d, acks=all\n\n", nodes, clusterRF, clusterMinISR)
-	p("%s, load average %s at the start, %s at the end; Apache Kafka heap `KAFKA_HEAP_OPTS=%s` per node. `BENCH_CLUSTER=%d make bench`.\n\n",
-		started.UTC().Format("2006-01-02 15:04 UTC"), load0, load1, s.KafkaHeap, nodes)
-	p("kgo-broker %s, commit %s; Apache Kafka %s, %s; %s × %s, %s RAM.\n\n", vers["kgo-broker"], vers["commit"], vers["kafka"], vers["java"],
+	command := fmt.Sprintf("BENCH_CLUSTER=%d make bench", nodes)
+	if s.Quick {
+		command = "BENCH_QUICK=1 " + command + " (smoke test: too few records for the JIT to warm up; not a result)"
+	}
+	p("%s, load average %s at the start, %s at the end; Apache Kafka heap `KAFKA_HEAP_OPTS=%s` per node. `%s`.\n\n",
+		started.UTC().Format("2006-01-02 15:04 UTC"), load0, load1, s.KafkaHeap, command)
+	// The version string starts with "kgo-broker".
+	p("%s, commit %s; Apache Kafka %s, %s; %s × %s, %s RAM.\n\n", vers["kgo-broker"], vers["commit"], vers["kafka"], vers["java"],
 		machine["nproc"], machine["cpu"], machine["memory"])
 	p("Medians of %d repetition(s) of %s records of 1 KiB (after an unreported warm-up of %s), %d franz-go producers seeded with all %d nodes, acks=all, idempotent, topic `%s` with %d partitions.\n\n",
 		s.N, itoa(s.ClusterRecords), itoa(max(s.ClusterRecords/4, 5000)), clusterClients, nodes, clusterTopic, clusterPartitions)
+	failed := false
 	for _, k := range []kind{kafka, kgo} {
 		for _, r := range runs[k] {
 			if r.Err != "" {
 				p("- error: rep %d, %s: %s\n", r.Rep, k.Title(), firstLine(r.Err))
+				failed = true
 			}
 		}
 	}
-	p("\n| Metric | Apache Kafka | kgo-broker | kgo/kafka |\n|---|--:|--:|--:|\n")
+	if failed {
+		p("\n")
+	}
+	p("| Metric | Apache Kafka | kgo-broker | kgo/kafka |\n|---|--:|--:|--:|\n")
 	medians := map[kind]map[string]float64{kafka: {}, kgo: {}}
 	ratios := map[string]float64{}
 	for _, m := range clusterMetrics {
@@ -477,7 +487,8 @@ func runCluster(ctx context.Context, s settings, tmp string, nodes int) error {
 			ratios[m.Key] = q
 		}
 	}
-	p("\nBroker CPU is utime+stime of the %d node processes (/proc) during the measured run, per 10^9 payload bytes produced (replica copies not counted); MB = 2^20 bytes as in latest.md. The load generator runs on the same machine and shares its cores; \"other load\" is the rest of the machine's busy time (not the nodes, not bench). Kafka's RSS includes its JVM heap as far as it was touched.\n\n", nodes)
+	p("\nThe producers send as fast as the cluster acknowledges, up to 2^16 records buffered per client, so send-to-ack latency includes the wait in the client's buffer: it is the latency at saturation, not at a load both clusters sustain. ")
+	p("Broker CPU is utime+stime of the %d node processes (/proc) during the measured run, per 10^9 payload bytes produced (replica copies not counted); MB = 2^20 bytes as in latest.md. The load generator runs on the same machine and shares its cores; \"other load\" is the rest of the machine's busy time (not the nodes, not bench). Kafka's RSS includes its JVM heap as far as it was touched.\n\n", nodes)
 	p("## Setup\n\n")
 	p("- every node: process.roles=broker,controller, node.id 1..%d, all nodes in controller.quorum.voters, PLAINTEXT, CONTROLLER and SSL listeners on 127.0.0.1 (own ports), own data dir under one temp dir on the same disk; logs at WARN\n", nodes)
 	p("- the single-node benchmark's server.properties keys (latest.md), with replication defaults for a cluster: default.replication.factor, offsets.topic.replication.factor and transaction.state.log.replication.factor %d, min.insync.replicas and transaction.state.log.min.isr %d\n", clusterRF, clusterMinISR)
