@@ -134,7 +134,7 @@ func newBroker(s settings, k kind, dir string) (*broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b, b.writeProps(singleNode(b.CtrlPort))
+	return b, b.writeProps(singleNode(b.CtrlPort), filepath.Join(filepath.Dir(dir), "certs"))
 }
 
 // newNode makes the node's dir and picks its free ports; writeProps then
@@ -160,9 +160,12 @@ func newNode(k kind, nodeID int, dir string) (*broker, error) {
 	}, nil
 }
 
-func (b *broker) writeProps(r replication) error {
-	// One certificate set per run, next to the brokers' dirs.
-	c, err := sslCerts(filepath.Join(filepath.Dir(b.Dir), "certs"))
+// writeProps writes the node's server.properties. certsDir is where the
+// SSL keystore goes: sslCerts writes it once per process, so it must be a dir
+// that lives as long as the run (the temp dir's top level), not one that is
+// deleted with a broker's or a cluster's data.
+func (b *broker) writeProps(r replication, certsDir string) error {
+	c, err := sslCerts(certsDir)
 	if err != nil {
 		return err
 	}

@@ -50,8 +50,10 @@ type cluster struct {
 	Nodes []*broker
 }
 
-// newCluster makes the nodes' dirs and configs: node ids 1..n, every node a
-// voter, each on its own free ports.
+// newCluster makes the nodes' dirs and configs under dir: node ids 1..n,
+// every node a voter, each on its own free ports. The SSL keystore goes next
+// to dir, not in it: dir is deleted after each repetition, the keystore is
+// made once per run.
 func newCluster(k kind, dir string, n int) (*cluster, error) {
 	c := &cluster{Kind: k, Dir: dir}
 	var voters []string
@@ -67,7 +69,7 @@ func newCluster(k kind, dir string, n int) (*cluster, error) {
 	}
 	r := replication{Voters: strings.Join(voters, ","), Factor: clusterRF, MinISR: clusterMinISR}
 	for _, b := range c.Nodes {
-		if err := b.writeProps(r); err != nil {
+		if err := b.writeProps(r, filepath.Join(filepath.Dir(dir), "certs")); err != nil {
 			return nil, err
 		}
 	}
