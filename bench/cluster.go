@@ -367,6 +367,16 @@ func runClusterOne(ctx context.Context, s settings, k kind, dir string, nodes, r
 	return r
 }
 
+// oneLine is an error for a Markdown line: a node's exit carries its log's
+// tail after a newline, which holds the reason; capped at n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
 // clusterMetric is one row of the report, the same for the Markdown and the
 // medians in the JSON.
 type clusterMetric struct {
@@ -461,7 +471,7 @@ func runCluster(ctx context.Context, s settings, tmp string, nodes int) error {
 	for _, k := range []kind{kafka, kgo} {
 		for _, r := range runs[k] {
 			if r.Err != "" {
-				p("- error: rep %d, %s: %s\n", r.Rep, k.Title(), firstLine(r.Err))
+				p("- error: rep %d, %s: %s\n", r.Rep, k.Title(), oneLine(r.Err, 600))
 				failed = true
 			}
 		}
@@ -503,7 +513,7 @@ func runCluster(ctx context.Context, s settings, tmp string, nodes int) error {
 		for _, r := range runs[k] {
 			p("| %d | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %.2f | %s |\n", r.Rep, k.Title(), fmtNum(r.RecPerS), fmtNum(r.MBPerS),
 				fmtNum(r.P50Ms), fmtNum(r.P99Ms), fmtNum(r.P999Ms), r.CPUSeconds, fmtNum(r.CPUPerGB), fmtNum(mib(r.IdleRSS)), orDash(r.Leaders),
-				fmtNum(r.StartSeconds), r.OtherCores, strings.ReplaceAll(orDash(firstLine(r.Err)), "|", "/"))
+				fmtNum(r.StartSeconds), r.OtherCores, strings.ReplaceAll(orDash(oneLine(r.Err, 120)), "|", "/"))
 		}
 	}
 	p("\n<details><summary>node 1's server.properties</summary>\n\n```properties\n%s```\n</details>\n",
