@@ -24,14 +24,15 @@ import (
 )
 
 type genOpts struct {
-	Addr, Topic string
-	Size        int
-	Acks        string // "1" or "all" (idempotent)
-	Clients     int
-	Records     int64   // in total
-	Rate        float64 // records/s in total; 0: as fast as the broker acknowledges
-	Consume     bool    // attach a consumer: end-to-end latency
-	Timeout     time.Duration
+	Seeds   []string // bootstrap brokers: one node, or every node of a cluster
+	Topic   string
+	Size    int
+	Acks    string // "1" or "all" (idempotent)
+	Clients int
+	Records int64   // in total
+	Rate    float64 // records/s in total; 0: as fast as the broker acknowledges
+	Consume bool    // attach a consumer: end-to-end latency
+	Timeout time.Duration
 }
 
 type genResult struct {
@@ -70,7 +71,7 @@ func runGen(ctx context.Context, o genOpts) (genResult, error) {
 
 	var consumed sync.WaitGroup
 	if o.Consume {
-		c, err := franz.NewClient(franz.SeedBrokers(o.Addr), franz.ConsumeTopics(o.Topic),
+		c, err := franz.NewClient(franz.SeedBrokers(o.Seeds...), franz.ConsumeTopics(o.Topic),
 			franz.ConsumeResetOffset(franz.NewOffset().AtStart()), franz.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
 			return res, err
@@ -105,7 +106,7 @@ func runGen(ctx context.Context, o genOpts) (genResult, error) {
 		if i == 0 {
 			n += o.Records % int64(o.Clients)
 		}
-		opts := []franz.Opt{franz.SeedBrokers(o.Addr), franz.DefaultProduceTopic(o.Topic),
+		opts := []franz.Opt{franz.SeedBrokers(o.Seeds...), franz.DefaultProduceTopic(o.Topic),
 			franz.ProducerBatchCompression(franz.NoCompression()), franz.ProducerBatchMaxBytes(1 << 20),
 			franz.MaxBufferedRecords(1 << 16), franz.ProducerLinger(0), franz.ClientID(fmt.Sprintf("kgo-bench-gen-%d", i))}
 		if o.Acks == "all" {

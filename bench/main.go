@@ -32,6 +32,15 @@
 //	BENCH_CONNS=n        connections mode instead (bench/conns.go): n idle client
 //	                     connections to one node, RSS and CPU with them
 //	KAFKA_HEAP_OPTS      Apache Kafka's heap (default -Xmx1G -Xms1G, kafka-server-start.sh's)
+//	BENCH_CLUSTER=3      replicated cluster mode instead (bench/cluster.go): a cluster of 3
+//	                     combined nodes of each broker, one cluster after the other,
+//	                     topic of 8 partitions RF 3 min.insync.replicas 2, 1 KiB acks=all
+//	                     produce with 4 clients; BENCH_N repetitions (1 with BENCH_QUICK),
+//	                     kinds alternating; writes cluster-latest.{md,json} (with
+//	                     BENCH_QUICK cluster-latest-quick.*)
+//	BENCH_CLUSTER_RECORDS=n   records per measured run (default 400000, 20000 with BENCH_QUICK)
+//	BENCH_CLUSTER_KAFKA_HEAP  KAFKA_HEAP_OPTS of each of the cluster's Kafka nodes
+//	                     (default -Xmx384m -Xms384m: three JVMs side by side)
 package main
 
 import (
@@ -65,6 +74,10 @@ type settings struct {
 	KafkaHeap   string
 	ToolTimeout time.Duration
 	WaitQuiet   time.Duration
+	// BENCH_CLUSTER mode: records per measured run, and each Kafka node's
+	// heap (three JVMs side by side instead of one).
+	ClusterRecords   int64
+	ClusterKafkaHeap string
 }
 
 func envInt(name string, def int64) int64 {
@@ -118,6 +131,7 @@ func loadSettings() settings {
 		s.Records1K = envInt("BENCH_RECORDS_1K", 20000)
 		s.Records100 = envInt("BENCH_RECORDS_100B", 50000)
 		s.E2ERecords = int(envInt("BENCH_E2E_RECORDS", 500))
+		s.ClusterRecords = envInt("BENCH_CLUSTER_RECORDS", 20000)
 		s.ToolTimeout = 2 * time.Minute
 		if os.Getenv("BENCH_N") == "" {
 			s.N = 1
@@ -126,7 +140,12 @@ func loadSettings() settings {
 		s.Records1K = envInt("BENCH_RECORDS_1K", 400000)
 		s.Records100 = envInt("BENCH_RECORDS_100B", 2000000)
 		s.E2ERecords = int(envInt("BENCH_E2E_RECORDS", 5000))
+		s.ClusterRecords = envInt("BENCH_CLUSTER_RECORDS", 400000)
 		s.ToolTimeout = 5 * time.Minute
+	}
+	s.ClusterKafkaHeap = os.Getenv("BENCH_CLUSTER_KAFKA_HEAP")
+	if s.ClusterKafkaHeap == "" {
+		s.ClusterKafkaHeap = "-Xmx384m -Xms384m"
 	}
 	s.WaitQuiet = time.Duration(envInt("BENCH_WAIT_QUIET", 0)) * time.Second
 	if v := os.Getenv("BENCH_SCENARIOS"); v != "" {
@@ -200,6 +219,24 @@ func main() {
 			log.Fatal(err)
 		}
 		fmt.Println(filepath.Join(s.OutDir, "conns-latest.md"))
+		return
+	}
+	if v := os.Getenv("BENCH_CLUSTER"); v != "" && v != "0" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			log.Fatalf("BENCH_CLUSTER=%q: want a number of nodes", v)
+		}
+		// Not log.Fatal, which would skip the deferred removal of the temp
+		// dir: remove it here (the nodes are stopped when runCluster returns).
+		if err := runCluster(ctx, s, tmp, n); err != nil {
+			log.Printf("cluster: %v", err)
+			if !s.Keep {
+				os.RemoveAll(tmp)
+			}
+			os.Exit(1)
+		}
+		md, _ := clusterReportPaths(s)
+		fmt.Println(md)
 		return
 	}
 	if len(s.Profile) > 0 {

@@ -9,6 +9,8 @@
 #   BENCH_WAIT_QUIET=600 make bench  before each run wait for a quiet machine (max 600 s in all)
 #   BENCH_SCALE=10000 make bench     scale mode: 10,000 partitions on one node (bench/scale.go)
 #   BENCH_CONNS=10000 make bench     10,000 idle client connections to one node (bench/conns.go)
+#   BENCH_CLUSTER=3 make bench       replicated mode: 3-node clusters, RF 3, acks=all (bench/cluster.go;
+#                                    BENCH_CLUSTER_RECORDS, BENCH_CLUSTER_KAFKA_HEAP=-Xmx384m -Xms384m)
 #
 # Installs what it needs idempotently: Apache Kafka's jars (scripts/install-tools.sh,
 # cached) and gnuplot (Debian gnuplot-nox, for the chart; skipped with a warning

@@ -193,7 +193,7 @@ func runScaleOne(ctx context.Context, s settings, k kind, dir string, partitions
 
 	// Produce spread over 1,000 partitions of one topic.
 	st0, _ := readProc(b.Pid())
-	g, err := runGen(ctx, genOpts{Addr: b.Addr, Topic: "scale-00000", Size: 1024, Acks: "1", Clients: 4,
+	g, err := runGen(ctx, genOpts{Seeds: []string{b.Addr}, Topic: "scale-00000", Size: 1024, Acks: "1", Clients: 4,
 		Records: s.Records1K * 2, Timeout: s.ToolTimeout})
 	if err != nil {
 		r.Err = "spread produce: " + err.Error()

@@ -242,8 +242,13 @@ func atof(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
 
 func topicName(sc scenario, rep int) string { return fmt.Sprintf("bench-%s-r%d", sc.ID, rep) }
 
-func admin(b *broker) (*franz.Client, *kadm.Client, error) {
-	cl, err := franz.NewClient(franz.SeedBrokers(b.Addr), franz.ClientID("kgo-bench-admin"))
+// admin is an admin client seeded with the brokers (one node, or a cluster's).
+func admin(bs ...*broker) (*franz.Client, *kadm.Client, error) {
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.Addr)
+	}
+	cl, err := franz.NewClient(franz.SeedBrokers(seeds...), franz.ClientID("kgo-bench-admin"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -416,7 +421,7 @@ func runScenario(ctx context.Context, s settings, sc scenario, rep int, b *broke
 			r.MBPerSec = float64(bytes) / tr.Wall / (1 << 20)
 		}
 	case "gen", "rate":
-		o := genOpts{Addr: b.Addr, Topic: topic, Size: sc.Size, Acks: sc.Acks, Clients: sc.Clients,
+		o := genOpts{Seeds: []string{b.Addr}, Topic: topic, Size: sc.Size, Acks: sc.Acks, Clients: sc.Clients,
 			Records: sc.Records, Timeout: s.ToolTimeout}
 		if sc.Kind == "rate" {
 			o.Rate, o.Consume = sc.Rate, true
