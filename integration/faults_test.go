@@ -39,7 +39,9 @@ package integration
 // KGO_FAULT_CYCLE (runs per cluster before a fresh one and the checks,
 // default 25), KGO_FAULT_KINDS (comma list, default all), KGO_FAULT_SEED,
 // KGO_FAULT_RESULTS (default integration/faults-results: <impl>.json and
-// summary.md, ignored by git), KGO_REQUIRE_FAULTS=1 (a fault that cannot
+// summary.md, ignored by git), KGO_FAULT_SHARD=i/n (run the kinds whose
+// index is i modulo n: make faults KGO_FAULT_PARALLEL=n runs n suites at
+// once, sharing the results dir), KGO_REQUIRE_FAULTS=1 (a fault that cannot
 // run here fails instead of skipping), KGO_FAULT_NETNS=0 (no network
 // namespaces: nodes on 127.0.0.<id>, the network kinds skip).
 //
@@ -129,6 +131,11 @@ type faultConfig struct {
 	results string
 	require bool
 	impl    string // "kgo-broker" or "kafka"
+	// shard, shards: this process runs the kinds whose index is shard
+	// modulo shards (KGO_FAULT_SHARD=i/n, make faults KGO_FAULT_PARALLEL=n):
+	// a run mostly waits on timeouts, so suites in parallel, each on its own
+	// network namespaces, finish the long mode in a fraction of the time.
+	shard, shards int
 }
 
 func loadFaultConfig(t *testing.T) faultConfig {
@@ -166,6 +173,12 @@ func loadFaultConfig(t *testing.T) faultConfig {
 	}
 	if s := os.Getenv("KGO_FAULT_RESULTS"); s != "" {
 		cfg.results = s
+	}
+	cfg.shards = 1
+	if s := os.Getenv("KGO_FAULT_SHARD"); s != "" {
+		if _, err := fmt.Sscanf(s, "%d/%d", &cfg.shard, &cfg.shards); err != nil || cfg.shards < 1 || cfg.shard < 0 || cfg.shard >= cfg.shards {
+			t.Fatalf("KGO_FAULT_SHARD=%q: want i/n with 0 <= i < n", s)
+		}
 	}
 	return cfg
 }
@@ -245,12 +258,12 @@ func TestFaults(t *testing.T) {
 	if cfg.impl == "kafka" {
 		requireKafkaTools(t)
 	}
-	t.Logf("fault suite: %s, %s mode, %d runs per kind, %d per cluster, seed %d, network namespaces: %s",
-		cfg.impl, map[bool]string{false: "short", true: "long"}[cfg.long], cfg.runs, cfg.cycle, cfg.seed,
+	t.Logf("fault suite: %s, %s mode, shard %d/%d, %d runs per kind, %d per cluster, seed %d, network namespaces: %s",
+		cfg.impl, map[bool]string{false: "short", true: "long"}[cfg.long], cfg.shard, cfg.shards, cfg.runs, cfg.cycle, cfg.seed,
 		map[bool]string{true: "yes", false: "no (" + netnsReason + ")"}[netnsReason == ""])
 	all := map[string]*kindStats{}
 	for ki, k := range faultKinds {
-		if cfg.kinds != nil && !cfg.kinds[k.name] {
+		if cfg.kinds != nil && !cfg.kinds[k.name] || ki%cfg.shards != cfg.shard {
 			continue
 		}
 		t.Run(k.name, func(t *testing.T) {
@@ -959,6 +972,15 @@ func resultsFile(dir, impl string) string { return filepath.Join(dir, impl+".jso
 // writes summary.md.
 func saveFaultResults(cfg faultConfig, now map[string]*kindStats) error {
 	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
+		return err
+	}
+	// suites in parallel (KGO_FAULT_SHARD) share the results dir
+	lock, err := os.OpenFile(filepath.Join(cfg.results, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return err
 	}
 	path := resultsFile(cfg.results, cfg.impl)
