@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"replication":           {"storage", "storage/vfs", "metadatacache", "protocol"},
 	"group":                 {"coordinator", "metadatacache", "config"},
 	"txn":                   {"coordinator", "metadatacache", "config"},
+	"sharestate":            {},
 }
 
 // everywhere may be imported by every room: the ranked mutexes of
