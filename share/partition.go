@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -81,6 +82,9 @@ type Partition struct {
 	spans          []span
 	gen            uint64 // the last write generation handed out
 	pending        int    // writes handed out and not completed
+
+	// loadedEpoch is leaderEpoch, readable without mu (Manager.Retain)
+	loadedEpoch atomic.Int32
 }
 
 // NewPartition returns a share partition that must be Loaded before use.
@@ -154,6 +158,7 @@ func (p *Partition) Load(rp *kmsg.ReadShareGroupStateResponseTopicPartition, lea
 	p.loaded = true
 	p.stateEpoch = rp.StateEpoch
 	p.leaderEpoch = leaderEpoch
+	p.loadedEpoch.Store(leaderEpoch)
 	p.start = start
 	p.next = next
 	p.spans = mergeSpans(spans)
@@ -804,4 +809,27 @@ func stateName(st sharestate.RecordState) string {
 		return "ARCHIVED"
 	}
 	return fmt.Sprintf("STATE(%d)", st)
+}
+
+// MoveStart moves the start offset up to the log start offset when the
+// records before it were deleted (retention, DeleteRecords): the in-flight
+// records below it are dropped and the new start is persisted
+// (SharePartition.updateCacheAndOffsets). nil when nothing moved.
+func (p *Partition) MoveStart(logStart int64) *Write {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.loaded || p.fenced || logStart <= p.start {
+		return nil
+	}
+	if logStart >= p.next {
+		p.spans, p.next = nil, logStart
+	} else {
+		p.splitLocked(logStart)
+		i := p.findLocked(logStart)
+		p.spans = slices.Delete(p.spans, 0, i)
+	}
+	p.start = logStart
+	w := p.writeLocked(nil, 0)
+	p.checkLocked()
+	return w
 }
