@@ -32,6 +32,8 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/security/authorizer"
+	"github.com/kgo-broker/kgo-broker/share"
+	"github.com/kgo-broker/kgo-broker/sharestate"
 	"github.com/kgo-broker/kgo-broker/txn"
 )
 
@@ -51,6 +53,16 @@ type Broker struct {
 	groups   *group.Coordinator // group coordinator (group/); nil without the broker role
 	txn      *txn.Coordinator   // transaction coordinator (txn/); nil without the broker role
 	peers    *brokerClients     // requests to other brokers (interbroker.go); nil without the broker role
+
+	// shares are the share partitions of the partitions this node leads
+	// (KIP-932, shares.go); nil without the broker role.
+	shares *share.Manager
+	// sharePersister reaches the share coordinators (share_persister.go);
+	// nil keeps share state in memory.
+	sharePersister sharestate.Persister
+	// shareGroupConfig returns a share group's configs; nil reads the
+	// image's GROUP config resources.
+	shareGroupConfig func(groupID string) map[string]string
 
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.

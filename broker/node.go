@@ -487,6 +487,12 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.broker.txn.OnImage)
 	n.broker.txn.OnImage(nil, n.cache.Image())
 
+	// Share partitions (KIP-932) on the partitions this node leads, after
+	// the replica manager; dropped when their leadership moves (shares.go).
+	n.broker.shares = newShareManager(cfg, n.broker, now)
+	n.cache.Subscribe(n.broker.sharesOnImage)
+	go n.broker.runShares(ctx)
+
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
 	n.lifecycle.waitMetadata = n.cache.WaitForOffset

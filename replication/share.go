@@ -1,0 +1,83 @@
+package replication
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kgo-broker/kgo-broker/storage"
+)
+
+// What share partitions (package share, KIP-932) need of a partition this
+// node leads: a consumer's read as Kafka's DelayedShareFetch makes it
+// (ReplicaManager.readFromLog with the leader as the only replica read
+// from, FetchIsolation HIGH_WATERMARK or TXN_COMMITTED), and the offsets a
+// share partition is loaded with.
+
+// ShareRead is one read for a share partition.
+type ShareRead struct {
+	Records  []byte // whole record batches, copied out of the segment files
+	LogStart int64
+	// Aborted are the aborted transactions overlapping the read
+	// (readCommitted only)
+	Aborted []storage.AbortedTxn
+}
+
+// ReadShare reads whole batches of a partition led here from offset (the
+// log start offset when offset is below it), at most maxBytes unless minOne
+// lets a first larger batch through, up to the high watermark, or the last
+// stable offset with readCommitted. NOT_LEADER_OR_FOLLOWER when the
+// partition is not led here.
+func (rm *ReplicaManager) ReadShare(topic string, partition int32, offset int64, maxBytes int32, minOne, readCommitted bool) (ShareRead, error) {
+	p, err := rm.lookup(topic, partition)
+	if err != nil {
+		return ShareRead{}, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if !p.isLeader || p.log == nil {
+		return ShareRead{}, kerr.NotLeaderForPartition
+	}
+	out := ShareRead{LogStart: p.log.LogStartOffset()}
+	offset = max(offset, out.LogStart)
+	bound := p.hw.Load()
+	if readCommitted {
+		bound = p.lastStableOffset()
+	}
+	if offset >= bound {
+		return out, nil
+	}
+	var ri storage.ReadInfo
+	if readCommitted {
+		ri, out.Aborted, err = p.log.ReadCommitted(offset, max(maxBytes, 0), bound, minOne)
+	} else {
+		ri, err = p.log.Read(offset, max(maxBytes, 0), bound, minOne)
+	}
+	if err != nil {
+		if errors.Is(err, kerr.OffsetOutOfRange) {
+			// deleted under the read: the next read starts at the new
+			// log start
+			return ShareRead{LogStart: p.log.LogStartOffset()}, nil
+		}
+		return ShareRead{}, err
+	}
+	if out.Records, err = ri.Region.ReadAll(); err != nil {
+		return ShareRead{}, kerr.KafkaStorageError
+	}
+	return out, nil
+}
+
+// ShareOffsets returns a partition's log start offset, high watermark and
+// leader epoch; NOT_LEADER_OR_FOLLOWER when it is not led here.
+func (rm *ReplicaManager) ShareOffsets(topic string, partition int32) (logStart, hw int64, leaderEpoch int32, err error) {
+	p, err := rm.lookup(topic, partition)
+	if err != nil {
+		return -1, -1, -1, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if !p.isLeader || p.log == nil {
+		return -1, -1, -1, kerr.NotLeaderForPartition
+	}
+	return p.log.LogStartOffset(), p.hw.Load(), p.leaderEpoch, nil
+}
