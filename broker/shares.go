@@ -10,6 +10,7 @@ package broker
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -101,7 +102,7 @@ func (b *Broker) sharesOnImage(_, img *metadatacache.Image) {
 
 // shareVersionForced serves share groups without share.version (tests of
 // this package; the lead's end-to-end tests finalize the feature).
-var shareVersionForced bool
+var shareVersionForced atomic.Bool
 
 // sharesEnabled is KafkaApis.isShareGroupProtocolEnabled: share.version
 // >= 1 finalized, and the share partition manager running.
@@ -109,7 +110,7 @@ func (b *Broker) sharesEnabled() bool {
 	if b.shares == nil {
 		return false
 	}
-	if shareVersionForced {
+	if shareVersionForced.Load() {
 		return true
 	}
 	if b.meta == nil {
@@ -179,4 +180,8 @@ func (b *Broker) runShares(ctx context.Context) {
 	if b.shares != nil {
 		b.shares.Run(ctx, 100*time.Millisecond)
 	}
+}
+
+func shareTP(id [16]byte, p int32) share.TopicPartition {
+	return share.TopicPartition{TopicID: id, Partition: p}
 }
