@@ -150,7 +150,13 @@ func (p *Partition) Load(rp *kmsg.ReadShareGroupStateResponseTopicPartition, lea
 		default:
 			st = sharestate.Available
 		}
-		spans = append(spans, span{first: first, last: last, spanState: spanState{state: st, deliveries: max(b.DeliveryCount, 0)}})
+		dc := max(b.DeliveryCount, 0)
+		if dc >= p.lim.DeliveryLimit && st == sharestate.Available {
+			// delivered as often as the limit allows (a lower limit
+			// than the state was written with): never again
+			st = sharestate.Archived
+		}
+		spans = append(spans, span{first: first, last: last, spanState: spanState{state: st, deliveries: min(dc, p.lim.DeliveryLimit)}})
 		next = last + 1
 	}
 	p.mu.Lock()

@@ -107,6 +107,10 @@ func (c *SessionCache) Update(group, member string, epoch int32, add, forget []T
 	if s.epoch != epoch {
 		return nil, kerr.InvalidShareSessionEpoch
 	}
+	// added first, then forgotten: a partition listed only for its
+	// acknowledgements and forgotten in the same request leaves the
+	// session (ShareSession.update)
+	s.add(add)
 	if len(forget) > 0 {
 		gone := make(map[TopicPartition]struct{}, len(forget))
 		for _, tp := range forget {
@@ -121,7 +125,6 @@ func (c *SessionCache) Update(group, member string, epoch int32, add, forget []T
 		}
 		s.parts = kept
 	}
-	s.add(add)
 	s.epoch = nextEpoch(s.epoch)
 	s.lastUsed = nowMs
 	return append([]TopicPartition(nil), s.parts...), nil
