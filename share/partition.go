@@ -293,7 +293,14 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 		if mode == RecordLimit {
 			last = p.availableEndLocked(first, last, left)
 		}
+		stop := false
+		if first < p.next {
+			last, stop = p.throttleEndLocked(first, last)
+		}
 		if last < first {
+			if stop {
+				break
+			}
 			continue
 		}
 		p.extendLocked(last)
@@ -313,6 +320,9 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 				left -= s.count()
 			}
 		}
+		if stop {
+			break
+		}
 	}
 	p.spans = mergeSpans(p.spans)
 	out = mergeAcquired(out)
@@ -327,6 +337,54 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 		return nil, nil
 	}
 	return out, w
+}
+
+// throttleEndLocked bounds the redelivery of [first, last] (Kafka 4.2+
+// SharePartition.acquireSubsetBatchRecords): with a delivery limit L above
+// 2, a record on its last attempt (L-1 deliveries) is delivered alone, so
+// that a poison record does not fail its neighbours again; from
+// max(2, ceil(L/2)) deliveries on, fewer records are acquired each time
+// (the batch's size halved per delivery past that threshold, at least
+// one). stop ends the fetch of the partition after this range. p.mu must
+// be held.
+func (p *Partition) throttleEndLocked(first, last int64) (end int64, stop bool) {
+	limit := int64(p.lim.DeliveryLimit)
+	threshold := max(2, (limit+1)/2)
+	size := last - first + 1
+	var count int64
+	allowed := int64(-1)
+	for off := first; off <= last; {
+		if off >= p.next {
+			return last, false // new records: never delivered
+		}
+		i := p.findLocked(off)
+		if i < 0 {
+			return off - 1, true
+		}
+		s := &p.spans[i]
+		end := min(s.last, last)
+		if s.state != sharestate.Available {
+			off = end + 1
+			continue
+		}
+		dc := int64(s.deliveries)
+		if limit > 2 && dc == limit-1 {
+			if count > 0 {
+				return off - 1, true // alone, in the next fetch
+			}
+			return off, true // alone, in this one
+		}
+		if dc >= threshold && allowed < 0 {
+			allowed = max(1, size>>min(dc-threshold+1, 62))
+		}
+		n := end - off + 1
+		if allowed >= 0 && count+n >= allowed {
+			return off + (allowed - count) - 1, true
+		}
+		count += n
+		off = end + 1
+	}
+	return last, false
 }
 
 // availableEndLocked is the last offset of [first, last] to acquire so that
