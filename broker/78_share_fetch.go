@@ -9,13 +9,16 @@ package broker
 //   - Authorization: GROUP READ on the group (else a top-level
 //     GROUP_AUTHORIZATION_FAILED), TOPIC READ on each topic (else the
 //     partition's TOPIC_AUTHORIZATION_FAILED); an unknown topic id is
-//     UNKNOWN_TOPIC_ID. A missing member id is INVALID_REQUEST.
+//     UNKNOWN_TOPIC_ID. A null group id (before authorization) or a
+//     member id that is empty or longer than 36 characters is
+//     INVALID_REQUEST.
 //   - Share sessions (share/session.go): epoch 0 opens one with the
 //     partitions listed (acknowledgements in it are INVALID_REQUEST),
 //     epoch n > 0 adds Topics and drops ForgottenTopicsData, epoch -1
 //     acknowledges and closes the session, releasing the member's records;
 //     SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH and
-//     SHARE_SESSION_LIMIT_REACHED are top-level errors.
+//     SHARE_SESSION_LIMIT_REACHED are top-level errors, answered after
+//     max_wait_ms.
 //   - Piggybacked acknowledgements are applied and persisted first; their
 //     result is the partition's AcknowledgeErrorCode (INVALID_REQUEST for
 //     malformed batches, INVALID_RECORD_STATE for records not acquired by
@@ -40,7 +43,8 @@ package broker
 // Version notes: v0 was the 4.0 early-access version, removed in 4.1; v1:
 // first stable (KIP-932): max_records, batch_size,
 // acquisition_lock_timeout_ms; v2: ShareAcquireMode and renew
-// acknowledgements (KIP-1206, KIP-1222; a renew request fetches nothing).
+// acknowledgements (KIP-1206, KIP-1222; a renew request fetches nothing,
+// and its max_bytes, min_bytes, max_records and max_wait_ms must be 0).
 
 import (
 	"context"
@@ -85,13 +89,24 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return protocol.Response{Msg: resp}, nil
 	}
-	group, member := shareStr(r.GroupID), shareStr(r.MemberID)
-	if member == "" {
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	if r.GroupID == nil {
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Invalid group id in the request.")
 		return protocol.Response{Msg: resp}, nil
 	}
+	group, member := *r.GroupID, shareStr(r.MemberID)
 	if !b.authorize(req, opRead, resGroup, group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return protocol.Response{Msg: resp}, nil
+	}
+	if member == "" || len(member) > 36 {
+		// KafkaApis.isMemberIdValid: a client-generated Uuid string
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Invalid member id in the request.")
+		return protocol.Response{Msg: resp}, nil
+	}
+	if r.IsRenewAck && (r.MaxBytes != 0 || r.MinBytes != 0 || r.MaxRecords != 0 || r.MaxWaitMillis != 0) {
+		// a renew request fetches nothing (KIP-1222)
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		resp.ErrorMessage = kmsg.StringPtr("maxBytes, minBytes, maxRecords and maxWaitMs must be set to 0 if isRenewAck is true.")
 		return protocol.Response{Msg: resp}, nil
 	}
 	if r.Version >= 1 {
@@ -164,6 +179,17 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 		session, err = b.shares.Sessions.Update(group, member, epoch, add, forget, nowMs)
 	}
 	if err != nil {
+		// KafkaApis answers a share session error after max_wait_ms
+		// (createIdleShareFetchTimerTask), so that a client retrying
+		// at once does not spin
+		if wait := time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond; wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
 		resp.ErrorCode = shareErrCode(err)
 		return protocol.Response{Msg: resp}, nil
 	}
@@ -278,7 +304,7 @@ func (b *Broker) shareAcknowledge(ctx context.Context, group, member string, par
 		switch {
 		case sp.code != 0:
 			sp.ackCode = sp.code
-		case !ackBatchesValid(sp.acks, version):
+		case !ackBatchesValid(sp.acks, version, renew):
 			sp.ackCode = kerr.InvalidRequest.Code
 		default:
 			aps = append(aps, share.AckPart{FetchPart: share.FetchPart{TopicPartition: sp.tp, Topic: sp.topic}, Batches: sp.acks})

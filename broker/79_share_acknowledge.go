@@ -9,7 +9,8 @@ package broker
 //   - Authorization: GROUP READ on the group (top-level
 //     GROUP_AUTHORIZATION_FAILED), TOPIC READ on each topic (the
 //     partition's TOPIC_AUTHORIZATION_FAILED); an unknown topic id is
-//     UNKNOWN_TOPIC_ID; a missing member id INVALID_REQUEST.
+//     UNKNOWN_TOPIC_ID; a null group id or an empty or over-long member id
+//     INVALID_REQUEST.
 //   - The share session's epoch (acknowledgeSessionUpdate): 0 is
 //     INVALID_SHARE_SESSION_EPOCH (an acknowledgement never opens a
 //     session), no session SHARE_SESSION_NOT_FOUND, another epoch
@@ -47,13 +48,18 @@ func handleShareAcknowledge(ctx context.Context, b *Broker, req *protocol.Reques
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return protocol.Response{Msg: resp}, nil
 	}
-	group, member := shareStr(r.GroupID), shareStr(r.MemberID)
-	if member == "" {
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	if r.GroupID == nil {
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Invalid group id in the request.")
 		return protocol.Response{Msg: resp}, nil
 	}
+	group, member := *r.GroupID, shareStr(r.MemberID)
 	if !b.authorize(req, opRead, resGroup, group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return protocol.Response{Msg: resp}, nil
+	}
+	if member == "" || len(member) > 36 {
+		// KafkaApis.isMemberIdValid: a client-generated Uuid string
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Invalid member id in the request.")
 		return protocol.Response{Msg: resp}, nil
 	}
 	if r.Version >= 2 {

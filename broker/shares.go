@@ -143,10 +143,10 @@ func isLeaderError(code int16) bool {
 
 // ackBatchesValid is KafkaApis.validateAcknowledgementBatches plus the
 // checks of ShareAcknowledgementBatch: ranges in order without overlap,
-// one type for the range or one per offset, known types (renew only on v2
-// renew requests). INVALID_REQUEST otherwise. The share partition checks
+// one type for the range or one per offset, known types (renew only in v2
+// requests with IsRenewAck; the other types may come with it). INVALID_REQUEST otherwise. The share partition checks
 // the records' states.
-func ackBatchesValid(bs []share.AckBatch, version int16) bool {
+func ackBatchesValid(bs []share.AckBatch, version int16, renew bool) bool {
 	prev := int64(-1)
 	for _, b := range bs {
 		if b.First < 0 || b.First > b.Last || b.First <= prev {
@@ -157,7 +157,7 @@ func ackBatchesValid(bs []share.AckBatch, version int16) bool {
 			return false
 		}
 		for _, t := range b.Types {
-			if t < 0 || t > 4 || t == 4 && version < 2 {
+			if t < 0 || t > 4 || t == 4 && (version < 2 || !renew) {
 				return false
 			}
 		}

@@ -14,20 +14,20 @@
 // records: those between the share-partition start offset (SPSO) and end
 // offset (SPEO), each in one state:
 //
-//	                      fetch (delivery count + 1,
-//	                      lock for record.lock.duration)
-//	   ┌───────────┐  ───────────────────────────────────►  ┌──────────┐
-//	   │ AVAILABLE │                                        │ ACQUIRED │ by one member
-//	   └───────────┘  ◄───────────────────────────────────  └──────────┘
-//	         ▲          release / lock expiry / member left    │   │  renew
-//	         │          (delivery count < limit)               │   └──────┐(lock
-//	         │                                                 │          │ again)
-//	   new records                          accept             │ reject, gap,
-//	   read from the log  ┌──────────────┐ ◄───────────────────┤ or release / expiry
-//	   (offset >= SPEO)   │ ACKNOWLEDGED │                     │ at the delivery limit
-//	                      └──────────────┘     ┌──────────┐ ◄──┘
-//	                                           │ ARCHIVED │
-//	                                           └──────────┘
+//	                   fetch (delivery count + 1,
+//	                   lock for record.lock.duration)
+//	┌───────────┐  ───────────────────────────────────►  ┌──────────┐
+//	│ AVAILABLE │                                        │ ACQUIRED │ by one member
+//	└───────────┘  ◄───────────────────────────────────  └──────────┘
+//	      ▲          release / lock expiry / member left    │   │  renew
+//	      │          (delivery count < limit)               │   └──────┐(lock
+//	      │                                                 │          │ again)
+//	new records                          accept             │ reject, gap,
+//	read from the log  ┌──────────────┐ ◄───────────────────┤ or release / expiry
+//	(offset >= SPEO)   │ ACKNOWLEDGED │                     │ at the delivery limit
+//	                   └──────────────┘     ┌──────────┐ ◄──┘
+//	                                        │ ARCHIVED │
+//	                                        └──────────┘
 //
 // ACKNOWLEDGED and ARCHIVED are terminal. The SPSO moves past the terminal
 // records at its head once their write has completed, and the records

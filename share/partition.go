@@ -539,8 +539,8 @@ func (p *Partition) releasedState(s *span) sharestate.RecordState {
 // accept -> Acknowledged, release -> Available (Archived at the delivery
 // limit), reject and gap -> Archived, renew (KIP-1222, renew true only)
 // extends the lock. Every record acknowledged must be Acquired by member:
-// INVALID_RECORD_STATE otherwise, and offsets outside the in-flight records
-// are INVALID_REQUEST; either fails the whole partition's acknowledgement
+// INVALID_RECORD_STATE otherwise (and for offsets below the start offset);
+// offsets past the in-flight records are INVALID_REQUEST; either fails the whole partition's acknowledgement
 // with nothing changed. The returned Write carries the new states and must
 // complete before the acknowledgement is answered; nil when nothing needs
 // persisting (renewals only).
@@ -618,10 +618,8 @@ func (p *Partition) validateAcksLocked(member string, batches []AckBatch, renew 
 		for _, t := range b.Types {
 			switch sharestate.AcknowledgeType(t) {
 			case sharestate.AckGap, sharestate.AckAccept, sharestate.AckRelease, sharestate.AckReject:
-				if renew {
-					// a renew request carries only renewals (KIP-1222)
-					return kerr.InvalidRequest
-				}
+				// also in a renew request: a client sends all its
+				// acknowledgements with the renewals (KIP-1222)
 			case sharestate.AckRenew:
 				if !renew {
 					return kerr.InvalidRequest
@@ -630,9 +628,13 @@ func (p *Partition) validateAcksLocked(member string, batches []AckBatch, renew 
 				return kerr.InvalidRequest
 			}
 		}
-		if b.First < p.start || b.Last >= p.next {
-			// SharePartition: "batch record not found" for offsets
-			// before the start offset or after the in-flight records
+		if b.Last >= p.next {
+			// SharePartition: "Batch record not found. The first/last
+			// offset in request is past acquired records."
+			return kerr.InvalidRequest
+		}
+		if b.First < p.start {
+			// "The request batch offsets are not found in the cache"
 			return kerr.InvalidRecordState
 		}
 		for off := b.First; off <= b.Last; {
