@@ -152,7 +152,7 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 	}
 
 	// The share session (SharePartitionManager.newContext).
-	nowMs := b.now().UnixMilli()
+	nowMs := b.shareNowMs()
 	var session []share.TopicPartition
 	var err error
 	epoch := r.ShareSessionEpoch

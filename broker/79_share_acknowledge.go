@@ -65,7 +65,7 @@ func handleShareAcknowledge(ctx context.Context, b *Broker, req *protocol.Reques
 	if r.Version >= 2 {
 		resp.AcquisitionLockTimeoutMillis = int32(min(b.shares.LockMs(group), 1<<31-1))
 	}
-	if err := b.shares.Sessions.Acknowledge(group, member, r.ShareSessionEpoch, b.now().UnixMilli()); err != nil {
+	if err := b.shares.Sessions.Acknowledge(group, member, r.ShareSessionEpoch, b.shareNowMs()); err != nil {
 		resp.ErrorCode = shareErrCode(err)
 		return protocol.Response{Msg: resp}, nil
 	}

@@ -185,3 +185,11 @@ func (b *Broker) runShares(ctx context.Context) {
 func shareTP(id [16]byte, p int32) share.TopicPartition {
 	return share.TopicPartition{TopicID: id, Partition: p}
 }
+
+// shareNowMs is the broker's clock in ms (the wall clock when unset).
+func (b *Broker) shareNowMs() int64 {
+	if b.now != nil {
+		return b.now().UnixMilli()
+	}
+	return time.Now().UnixMilli()
+}
