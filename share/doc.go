@@ -91,6 +91,10 @@
 // partitions. Share sessions (session.go) are Kafka's: epoch 0 opens,
 // n > 0 continues, -1 closes and releases the member's records.
 //
+// The group coordinator tells the manager of membership: OnMemberLeft
+// releases a member's records and closes its session, OnGroupEmpty drops
+// the group's share partitions from memory (Kafka's ShareGroupListener).
+//
 // # Invariants
 //
 // Checked after every change, panicking under -tags invariants and the

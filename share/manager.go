@@ -412,6 +412,32 @@ func (m *Manager) OnMemberLeft(group, member string) {
 	m.releaseMember(context.Background(), group, member, nil)
 }
 
+// OnGroupEmpty drops a share group's share partitions from memory when its
+// last member has left (Kafka's ShareGroupListener.onGroupEmpty): the next
+// fetch loads them again from the persisted state.
+func (m *Manager) OnGroupEmpty(group string) {
+	m.mu.Lock()
+	var drop []*Partition
+	for k, e := range m.parts {
+		if k.group != group {
+			continue
+		}
+		select {
+		case <-e.ready:
+		default:
+			continue // loading: a fetch is under way
+		}
+		delete(m.parts, k)
+		if e.p != nil {
+			drop = append(drop, e.p)
+		}
+	}
+	m.mu.Unlock()
+	for _, p := range drop {
+		p.Fence()
+	}
+}
+
 // releaseMember releases member's records in the share partitions of
 // parts (all of the group's when nil).
 func (m *Manager) releaseMember(ctx context.Context, group, member string, parts []TopicPartition) {

@@ -34,6 +34,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 //	                                       or 0-2:accept/release/accept (one type per offset)
 //	advance MS                             move the clock and expire acquisition locks
 //	leave member=M                         OnMemberLeft
+//	group-empty                            OnGroupEmpty
 //	state [p=N]                            the share partition and the persisted state
 //	persist-fail CODE|off                  answer writes with CODE
 //	restart [epoch=N]                      a new leader: a new manager on the same persister
@@ -235,6 +236,9 @@ func (h *harness) run(t *testing.T, line string) string {
 		fmt.Fprintf(&b, "now=%d\n", h.now.UnixMilli())
 	case "leave":
 		h.m.OnMemberLeft("g", a["member"])
+		b.WriteString("ok\n")
+	case "group-empty":
+		h.m.OnGroupEmpty("g")
 		b.WriteString("ok\n")
 	case "persist-fail":
 		if fields[1] == "off" {
