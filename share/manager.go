@@ -164,7 +164,8 @@ func (m *Manager) LockMs(group string) int64 {
 	return lim.LockMs
 }
 
-// Partition returns the share partition of a key if it is loaded.
+// Partition returns the share partition of a key if it is loaded and not
+// fenced.
 func (m *Manager) Partition(group string, tp TopicPartition) *Partition {
 	m.mu.Lock()
 	e, ok := m.parts[partKey{group, tp.TopicID, tp.Partition}]
@@ -174,7 +175,7 @@ func (m *Manager) Partition(group string, tp TopicPartition) *Partition {
 	}
 	select {
 	case <-e.ready:
-		if e.err == nil {
+		if e.err == nil && !e.p.Fenced() {
 			return e.p
 		}
 	default:
@@ -275,21 +276,21 @@ func (m *Manager) initialize(ctx context.Context, group string, fp FetchPart) (*
 }
 
 // persisterError maps a persister answer to what a share client is told
-// (SharePartition's read/write error handling).
+// (SharePartition.fetchPersisterError): the coordinator's own errors are
+// COORDINATOR_NOT_AVAILABLE, a fenced state or leader epoch
+// NOT_LEADER_OR_FOLLOWER (the share partition is dropped and loaded
+// again), GROUP_ID_NOT_FOUND and UNKNOWN_TOPIC_OR_PARTITION as they are,
+// anything else UNKNOWN_SERVER_ERROR.
 func persisterError(code int16) error {
 	switch err := kerr.ErrorForCode(code); err {
 	case nil:
 		return nil
 	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress:
 		return kerr.CoordinatorNotAvailable
-	case kerr.FencedStateEpoch:
-		return kerr.FencedStateEpoch
-	case kerr.FencedLeaderEpoch, kerr.NotLeaderForPartition:
-		return kerr.NotLeaderForPartition
 	case kerr.GroupIDNotFound, kerr.UnknownTopicOrPartition:
-		return kerr.UnknownTopicOrPartition
-	case kerr.InvalidRequest:
-		return kerr.InvalidRequest
+		return err
+	case kerr.FencedLeaderEpoch, kerr.FencedStateEpoch, kerr.NotLeaderForPartition:
+		return kerr.NotLeaderForPartition
 	default:
 		return kerr.UnknownServerError
 	}
