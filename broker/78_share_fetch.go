@@ -14,8 +14,10 @@ package broker
 //     INVALID_REQUEST.
 //   - Share sessions (share/session.go): epoch 0 opens one with the
 //     partitions listed (acknowledgements in it are INVALID_REQUEST),
-//     epoch n > 0 adds Topics and drops ForgottenTopicsData, epoch -1
-//     acknowledges and closes the session, releasing the member's records;
+//     epoch n > 0 adds Topics and drops ForgottenTopicsData (every
+//     partition listed joins, then the forgotten leave), epoch -1
+//     acknowledges, fetches nothing and closes the session, releasing the
+//     member's records;
 //     SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH and
 //     SHARE_SESSION_LIMIT_REACHED are top-level errors, answered after
 //     max_wait_ms.
@@ -144,11 +146,12 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 			forget = append(forget, share.TopicPartition{TopicID: t.TopicID, Partition: p})
 		}
 	}
-	var add []share.TopicPartition
+	// Every partition listed joins the session, also one with an error
+	// (answered again on each request until the client forgets it) or
+	// listed only for its acknowledgements (ShareSession.update).
+	add := make([]share.TopicPartition, 0, len(parts))
 	for _, sp := range parts {
-		if sp.code == 0 {
-			add = append(add, sp.tp)
-		}
+		add = append(add, sp.tp)
 	}
 
 	// The share session (SharePartitionManager.newContext).
@@ -158,13 +161,8 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 	epoch := r.ShareSessionEpoch
 	switch {
 	case epoch == share.FinalEpoch:
-		for _, sp := range parts {
-			if !sp.hasAcks {
-				// a final request only acknowledges
-				err = kerr.InvalidRequest
-			}
-		}
-		if err == nil && !b.shares.Sessions.Exists(group, member) {
+		// a final request acknowledges and fetches nothing (FinalContext)
+		if !b.shares.Sessions.Exists(group, member) {
 			err = kerr.ShareSessionNotFound
 		}
 	case epoch == share.InitialEpoch:
@@ -207,11 +205,13 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 		for _, tp := range session {
 			sp := byTP[tp]
 			if sp == nil {
+				// a session partition not listed: resolved and
+				// authorized again (filterByAuthorized)
 				sp = &sharePart{tp: tp}
 				if t := img.TopicByID(tp.TopicID); t == nil {
 					sp.code = kerr.UnknownTopicID.Code
-				} else {
-					sp.topic = t.Name
+				} else if sp.topic = t.Name; !b.authorize(req, opRead, resTopic, t.Name) {
+					sp.code = kerr.TopicAuthorizationFailed.Code
 				}
 				byTP[tp] = sp
 				parts = append(parts, sp)
