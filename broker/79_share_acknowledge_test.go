@@ -19,6 +19,9 @@ func (notLedLog) Offsets(string, int32) (int64, int64, int32, error) {
 	return -1, -1, -1, kerr.NotLeaderForPartition
 }
 func (notLedLog) Watch(string, int32, func()) (func(), error) { return func() {}, nil }
+func (notLedLog) OffsetForTimestamp(string, int32, int64) (int64, bool, error) {
+	return -1, false, kerr.NotLeaderForPartition
+}
 
 // ShareFetch and ShareAcknowledge authorize GROUP READ then TOPIC READ,
 // check the group and member ids, and answer a partition not led here with

@@ -39,6 +39,10 @@ func (l shareLog) Watch(topic string, partition int32, wake func()) (func(), err
 	return l.rm.WatchPartition(topic, partition, wake)
 }
 
+func (l shareLog) OffsetForTimestamp(topic string, partition int32, ts int64) (int64, bool, error) {
+	return l.rm.ShareOffsetForTimestamp(topic, partition, ts)
+}
+
 // shareDefaults are the broker's group.share.* settings.
 func shareDefaults(cfg *config.Config) share.Defaults {
 	return share.Defaults{

@@ -81,3 +81,23 @@ func (rm *ReplicaManager) ShareOffsets(topic string, partition int32) (logStart,
 	}
 	return p.log.LogStartOffset(), p.hw.Load(), p.leaderEpoch, nil
 }
+
+// ShareOffsetForTimestamp is the first offset below the high watermark
+// whose record timestamp is at or after ts (share.auto.offset.reset=
+// by_duration, KIP-1106); found is false when there is none.
+func (rm *ReplicaManager) ShareOffsetForTimestamp(topic string, partition int32, ts int64) (offset int64, found bool, err error) {
+	p, err := rm.lookup(topic, partition)
+	if err != nil {
+		return -1, false, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if !p.isLeader || p.log == nil {
+		return -1, false, kerr.NotLeaderForPartition
+	}
+	off, _, _, ok := p.log.FetchOffsetByTimestamp(max(ts, 0))
+	if !ok || off >= p.hw.Load() {
+		return -1, false, nil
+	}
+	return off, true, nil
+}

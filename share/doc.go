@@ -51,7 +51,8 @@
 // through sharestate.Persister. A share partition is loaded on its first
 // fetch with ReadShareGroupState at the partition's leader epoch: the state
 // epoch, the SPSO (-1, never written, is resolved by share.auto.offset.reset:
-// earliest = the log start offset, latest = the high watermark) and the
+// earliest = the log start offset, latest = the high watermark,
+// by_duration:<ISO-8601> = the first record at most that old, KIP-1106) and the
 // state batches (an offset between batches is AVAILABLE, never delivered;
 // an ACQUIRED state read back is AVAILABLE: locks do not survive a
 // leader). Every change Kafka persists leaves the state machine as a
@@ -113,7 +114,6 @@
 //
 // # Not yet
 //
-// share.auto.offset.reset=by_duration (KIP-1106) falls back to latest;
 // share sessions are not yet tied to their connection (Kafka releases a
 // session's records when its connection closes) and idle sessions are not
 // evicted; the dead-letter queue (share.version 2) is not built.

@@ -31,6 +31,9 @@ type LogReader interface {
 	// Watch calls wake (which must not block) on every append and high
 	// watermark move of the partition until cancel.
 	Watch(topic string, partition int32, wake func()) (cancel func(), err error)
+	// OffsetForTimestamp is the first offset below the high watermark
+	// whose timestamp is at or after ts; found is false when none is.
+	OffsetForTimestamp(topic string, partition int32, ts int64) (offset int64, found bool, err error)
 }
 
 // LogRead is one ReadShare.
@@ -262,10 +265,24 @@ func (m *Manager) initialize(ctx context.Context, group string, fp FetchPart) (*
 	}
 	err = p.Load(got, epoch, func() (int64, error) {
 		// share.auto.offset.reset (ShareFetchUtils.offsetForEarliest/
-		// LatestTimestamp); by_duration is not supported yet and
-		// falls back to latest
-		if reset == "earliest" {
+		// Latest/Timestamp): by_duration:<ISO-8601 duration> starts at
+		// the first record at most that old, the latest offset when
+		// there is none
+		switch {
+		case reset == "earliest":
 			return logStart, nil
+		case strings.HasPrefix(reset, "by_duration:"):
+			d, ok := parseISODuration(strings.TrimPrefix(reset, "by_duration:"))
+			if !ok {
+				return hw, nil
+			}
+			off, found, err := m.cfg.Log.OffsetForTimestamp(fp.Topic, fp.Partition, m.cfg.Now().Add(-d).UnixMilli())
+			if err != nil {
+				return 0, err
+			}
+			if found {
+				return off, nil
+			}
 		}
 		return hw, nil
 	})
@@ -508,4 +525,49 @@ func (m *Manager) Run(ctx context.Context, tick time.Duration) {
 			cancel()
 		}
 	}
+}
+
+// parseISODuration parses Java's Duration.parse format as Kafka's
+// share.auto.offset.reset=by_duration takes it: P[nD][T[nH][nM][n[.n]S]],
+// non-negative.
+func parseISODuration(s string) (time.Duration, bool) {
+	s = strings.ToUpper(s)
+	if !strings.HasPrefix(s, "P") || len(s) < 3 {
+		return 0, false
+	}
+	s = s[1:]
+	var total time.Duration
+	inTime := false
+	units := map[bool]map[byte]time.Duration{
+		false: {'D': 24 * time.Hour},
+		true:  {'H': time.Hour, 'M': time.Minute, 'S': time.Second},
+	}
+	for len(s) > 0 {
+		if s[0] == 'T' {
+			if inTime {
+				return 0, false
+			}
+			inTime = true
+			s = s[1:]
+			continue
+		}
+		i := 0
+		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+			i++
+		}
+		if i == 0 || i == len(s) {
+			return 0, false
+		}
+		unit, ok := units[inTime][s[i]]
+		if !ok {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(s[:i], 64)
+		if err != nil || v < 0 || v*float64(unit) > float64(1<<62) {
+			return 0, false
+		}
+		total += time.Duration(v * float64(unit))
+		s = s[i+1:]
+	}
+	return total, true
 }

@@ -164,3 +164,19 @@ func TestAcknowledgeHugeRanges(t *testing.T) {
 		t.Fatal("a refused acknowledgement changed the records")
 	}
 }
+
+func TestParseISODuration(t *testing.T) {
+	for s, want := range map[string]time.Duration{
+		"PT5S": 5 * time.Second, "P1D": 24 * time.Hour, "P1DT2H3M4.5S": 26*time.Hour + 3*time.Minute + 4500*time.Millisecond,
+		"pt10m": 10 * time.Minute, "PT0S": 0,
+	} {
+		if got, ok := parseISODuration(s); !ok || got != want {
+			t.Errorf("%s: %v %v, want %v", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", "P", "PT", "5S", "PT5", "P5H", "PTT5S", "PT-5S", "P1e300D", "PTxS"} {
+		if _, ok := parseISODuration(s); ok {
+			t.Errorf("%q parsed", s)
+		}
+	}
+}

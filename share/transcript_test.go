@@ -479,6 +479,18 @@ func (l *fakeLog) Offsets(topic string, partition int32) (int64, int64, int32, e
 	return fp.logStart, fp.next, l.epoch, nil
 }
 
+// OffsetForTimestamp: record i of the fake log has timestamp i*1000 ms.
+func (l *fakeLog) OffsetForTimestamp(topic string, partition int32, ts int64) (int64, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fp := l.part(partition)
+	off := max((ts+999)/1000, fp.logStart)
+	if off >= fp.next {
+		return -1, false, nil
+	}
+	return off, true, nil
+}
+
 func (l *fakeLog) Watch(topic string, partition int32, wake func()) (func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
