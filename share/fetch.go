@@ -52,6 +52,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []PartResult {
 	if len(fp.Parts) == 0 {
 		return res
 	}
+	lim, _ := m.groupLimits(fp.Group)
 	deadline := m.cfg.Now().Add(fp.MaxWait)
 	records := int64(max(fp.MaxRecords, 0))
 	if records == 0 {
@@ -77,7 +78,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []PartResult {
 				}
 			}
 		}
-		n, got, failed := m.fetchOnce(ctx, fp, res, bytes, records)
+		n, got, failed := m.fetchOnce(ctx, fp, lim, res, bytes, records)
 		bytes += n
 		records -= got
 		wait := time.Until(deadline)
@@ -103,7 +104,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []PartResult {
 		if done {
 			// a last look after the wait, as DelayedShareFetch.onComplete
 			if !failed && bytes == 0 && records > 0 {
-				m.fetchOnce(ctx, fp, res, bytes, records)
+				m.fetchOnce(ctx, fp, lim, res, bytes, records)
 			}
 			break
 		}
@@ -133,7 +134,7 @@ func splitAcquired(a []Acquired, batchSize int32) []Acquired {
 
 // fetchOnce makes one pass over the partitions: it returns the bytes and
 // records acquired, and whether a partition failed.
-func (m *Manager) fetchOnce(ctx context.Context, fp FetchParams, res []PartResult, bytes, records int64) (int64, int64, bool) {
+func (m *Manager) fetchOnce(ctx context.Context, fp FetchParams, groupLim Limits, res []PartResult, bytes, records int64) (int64, int64, bool) {
 	// max_bytes is shared evenly by the partitions (Kafka's
 	// PartitionMaxBytesStrategy UNIFORM); the first batch of a response
 	// may pass it so that a large batch is not stuck (KIP-74).
@@ -150,6 +151,7 @@ func (m *Manager) fetchOnce(ctx context.Context, fp FetchParams, res []PartResul
 			r.Err, failed = err, true
 			continue
 		}
+		p.SetLimits(groupLim)
 		off, ok := p.FetchOffset()
 		if !ok {
 			if p.Fenced() {
@@ -246,6 +248,7 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, parts [
 	var ws []pendingWrite
 	var idx []int
 	now := m.nowMs()
+	lim, _ := m.groupLimits(group)
 	for i, ap := range parts {
 		p := m.Partition(group, ap.TopicPartition)
 		if p == nil || p.Fenced() {
@@ -254,6 +257,7 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, parts [
 			errs[i] = kerr.UnknownTopicOrPartition
 			continue
 		}
+		p.SetLimits(lim)
 		w, err := p.Acknowledge(member, ap.Batches, renew, now)
 		if err != nil {
 			errs[i] = err

@@ -26,7 +26,7 @@ func invariantFailed(format string, args ...any) error {
 // checkLocked verifies the in-flight records: the spans cover [start, next)
 // in order without holes (so the SPSO is at or below every in-flight
 // offset), an Acquired record has exactly one member and the others none,
-// and no delivery count passes the limit. p.mu must be held. It walks the
+// and no delivery count passes the limit (the largest applied). p.mu must be held. It walks the
 // spans, so it runs only where they changed.
 func (p *Partition) checkLocked() error {
 	if !p.loaded {
@@ -45,8 +45,8 @@ func (p *Partition) checkLocked() error {
 		if (s.state == sharestate.Acquired) != (s.member != "") {
 			return invariantFailed("%s: %d-%d %s held by %q", p, s.first, s.last, stateName(s.state), s.member)
 		}
-		if s.deliveries > p.lim.DeliveryLimit || s.deliveries < 0 {
-			return invariantFailed("%s: %d-%d delivered %d times, limit %d", p, s.first, s.last, s.deliveries, p.lim.DeliveryLimit)
+		if s.deliveries > p.maxLimit || s.deliveries < 0 {
+			return invariantFailed("%s: %d-%d delivered %d times, limit %d", p, s.first, s.last, s.deliveries, p.maxLimit)
 		}
 	}
 	if want != p.next {

@@ -83,13 +83,17 @@ type Partition struct {
 	gen            uint64 // the last write generation handed out
 	pending        int    // writes handed out and not completed
 
+	// maxLimit is the largest delivery limit applied: records delivered
+	// under a higher limit keep their counts when it is lowered
+	maxLimit int16
+
 	// loadedEpoch is leaderEpoch, readable without mu (Manager.Retain)
 	loadedEpoch atomic.Int32
 }
 
 // NewPartition returns a share partition that must be Loaded before use.
 func NewPartition(group, topic string, topicID [16]byte, partition int32, lim Limits) *Partition {
-	p := &Partition{Group: group, Topic: topic, TopicID: topicID, Partition: partition, lim: lim}
+	p := &Partition{Group: group, Topic: topic, TopicID: topicID, Partition: partition, lim: lim, maxLimit: lim.DeliveryLimit}
 	p.mu.SetRank(lockrank.SharePartition)
 	return p
 }
@@ -170,6 +174,22 @@ func (p *Partition) Load(rp *kmsg.ReadShareGroupStateResponseTopicPartition, lea
 	p.spans = mergeSpans(spans)
 	p.advanceLocked()
 	return p.checkLocked()
+}
+
+// SetLimits applies the group's current settings (Kafka reads them from
+// the group's configs on each use, ShareGroupConfigProvider): a new lock
+// duration applies to locks taken or renewed from now on, a new delivery
+// limit to records released or acquired from now on (an Available record
+// at or above it is archived when next met), a new max.record.locks to
+// the next reads.
+func (p *Partition) SetLimits(lim Limits) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lim.LockMs <= 0 || lim.DeliveryLimit <= 0 || lim.MaxLocks <= 0 {
+		return
+	}
+	p.lim = lim
+	p.maxLimit = max(p.maxLimit, lim.DeliveryLimit)
 }
 
 // Loaded says whether Load succeeded.
@@ -278,6 +298,16 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 			}, 0)
 			archived = append(archived, changed...)
 			continue
+		}
+		if first < p.next {
+			// delivered as often as a lowered limit allows: archived
+			archived = append(archived, p.setRangeLocked(first, min(b.Last, p.next-1), func(s *span) bool {
+				if s.state != sharestate.Available || s.deliveries < p.lim.DeliveryLimit {
+					return false
+				}
+				s.state = sharestate.Archived
+				return true
+			}, 0)...)
 		}
 		last := b.Last
 		if b.Last >= p.next {

@@ -35,6 +35,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 //	advance MS                             move the clock and expire acquisition locks
 //	leave member=M                         OnMemberLeft
 //	group-empty                            OnGroupEmpty
+//	config KEY=VALUE...                    set the group's configs (KEY alone: delete it)
 //	state [p=N]                            the share partition and the persisted state
 //	persist-fail CODE|off                  answer writes with CODE
 //	restart [epoch=N]                      a new leader: a new manager on the same persister
@@ -236,6 +237,15 @@ func (h *harness) run(t *testing.T, line string) string {
 		fmt.Fprintf(&b, "now=%d\n", h.now.UnixMilli())
 	case "leave":
 		h.m.OnMemberLeft("g", a["member"])
+		b.WriteString("ok\n")
+	case "config":
+		for _, f := range fields[1:] {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				h.group[k] = v
+			} else {
+				delete(h.group, f)
+			}
+		}
 		b.WriteString("ok\n")
 	case "group-empty":
 		h.m.OnGroupEmpty("g")
