@@ -38,6 +38,10 @@ package broker
 //   - Per partition: NOT_LEADER_OR_FOLLOWER with CurrentLeader and
 //     NodeEndpoints, UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_NOT_AVAILABLE
 //     while the share coordinator cannot be reached, FENCED_STATE_EPOCH.
+//   - Quotas: the consumer byte rate caps max_bytes at the quota window's
+//     allowance and throttles by the bytes answered (the records stay
+//     acquired: the answer carries them with throttle_time_ms), the
+//     request quota as every API; the bytes count in BytesOutPerSec.
 //   - An incremental session's answer carries only the partitions with
 //     records, errors or acknowledgement results; a new session's carries
 //     every partition requested.
@@ -222,13 +226,22 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 			fps = append(fps, share.FetchPart{TopicPartition: tp, Topic: sp.topic})
 			fetched = append(fetched, sp)
 		}
+		maxBytes, minBytes := r.MaxBytes, r.MinBytes
+		if b.quotas != nil && b.quotas.fetch.Enabled() {
+			// as Fetch: max_bytes is capped at what the consumer's
+			// quota window allows (KafkaApis.handleShareFetchRequest)
+			if m := b.quotas.fetch.MaxValueInQuotaWindow(req.Principal.Name, req.ClientID); m < float64(maxBytes) {
+				maxBytes = int32(max(m, 0))
+				minBytes = min(minBytes, maxBytes)
+			}
+		}
 		mode := share.BatchOptimized
 		if r.Version >= 2 && r.ShareAcquireMode == int8(share.RecordLimit) {
 			mode = share.RecordLimit
 		}
 		res := b.shares.Fetch(ctx, share.FetchParams{Group: group, Member: member, Parts: fps,
-			MaxWait: time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond, MinBytes: r.MinBytes,
-			MaxBytes: r.MaxBytes, MaxRecords: r.MaxRecords, BatchSize: r.BatchSize, Mode: mode})
+			MaxWait: time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond, MinBytes: minBytes,
+			MaxBytes: maxBytes, MaxRecords: r.MaxRecords, BatchSize: r.BatchSize, Mode: mode})
 		for i := range res {
 			fetched[i].res = &res[i]
 		}
@@ -281,6 +294,18 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 			resp.Topics = append(resp.Topics, t)
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	var out int64
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			out += int64(len(p.Records))
+		}
+	}
+	b.bytesOut.Add(out)
+	if b.quotas != nil && b.quotas.fetch.Enabled() {
+		// the records are acquired already, so a throttled answer keeps
+		// them and only tells the client to wait
+		resp.ThrottleMillis = int32(b.byteThrottle(b.quotas.fetch, req, int(out)))
 	}
 	for _, ep := range b.leaderEndpoints(req.Listener, shareLeaderIDs(leaders)) {
 		ne := kmsg.NewShareFetchResponseNodeEndpoint()

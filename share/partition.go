@@ -13,9 +13,10 @@ import (
 	"github.com/kgo-broker/kgo-broker/sharestate"
 )
 
-// Limits are the settings of one share partition, resolved from the broker
-// configs and the group's overrides when the partition is created (Kafka's
-// SharePartition constructor arguments; GroupConfigManager overrides).
+// Limits are the settings of one share partition: the broker's
+// group.share.* configs under the group's share.* overrides, resolved when
+// the partition is loaded and again on each request (SetLimits; Kafka's
+// ShareGroupConfigProvider).
 type Limits struct {
 	LockMs        int64 // share.record.lock.duration.ms / group.share.record.lock.duration.ms
 	DeliveryLimit int16 // share.delivery.count.limit / group.share.delivery.count.limit
