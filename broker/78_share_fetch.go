@@ -17,7 +17,8 @@ package broker
 //     epoch n > 0 adds Topics and drops ForgottenTopicsData (every
 //     partition listed joins, then the forgotten leave), epoch -1
 //     acknowledges, fetches nothing and closes the session, releasing the
-//     member's records;
+//     member's records (as does the close of the connection that opened
+//     the session);
 //     SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH and
 //     SHARE_SESSION_LIMIT_REACHED are top-level errors, answered after
 //     max_wait_ms.
@@ -172,8 +173,9 @@ func handleShareFetch(ctx context.Context, b *Broker, req *protocol.Request) (pr
 	case epoch == share.InitialEpoch:
 		if hasAcks {
 			err = kerr.InvalidRequest
-		} else {
-			session, err = b.shares.Sessions.Open(group, member, add, nowMs)
+		} else if session, err = b.shares.Sessions.Open(group, member, add, nowMs); err == nil {
+			// the session lives as long as this connection
+			b.shares.BindSession(ctx, group, member)
 		}
 	case epoch < 0:
 		err = kerr.InvalidShareSessionEpoch

@@ -166,6 +166,44 @@ func TestShareFetchAcknowledge(t *testing.T) {
 		t.Fatalf("share partition offsets %d, %d; want 18, 18 (%s)", start, next, sp.Dump())
 	}
 
+	// A session lives as long as its connection: closing the client
+	// closes the session and releases the member's records (Kafka 4.1+).
+	produce(3)
+	cl2 := n.client(t)
+	m2 := "member-2"
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = 2
+	req.GroupID, req.MemberID = &g, &m2
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 1000, 1, 1<<20, 10, 10
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = ct.ID
+	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	r2, err := req.RequestWith(ctx, cl2.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(acquired(r2), [3]int64{18, 20, 1})
+	cl2.Close()
+	for n.broker.shares.Sessions.Epoch(g, m2) != -1 {
+		if ctx.Err() != nil {
+			t.Fatal("the session outlived its connection")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m = "member-3"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := acquired(fetch(0, 1000))
+		if len(got) == 1 && got[0] == [3]int64{18, 20, 2} {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the connection closed: %v", got)
+		}
+		m = m + "x" // a fresh member: an empty first answer is the release still in flight
+	}
+
 	// Without share.version the APIs are off.
 	shareVersionForced.Store(false)
 	if r := fetch(0, 0); r.ErrorCode != kerr.UnsupportedVersion.Code {

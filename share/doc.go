@@ -90,7 +90,8 @@
 // records anywhere on the node, or max_wait_ms. max_records bounds the
 // records acquired by the whole request; max_bytes is shared evenly by the
 // partitions. Share sessions (session.go) are Kafka's: epoch 0 opens,
-// n > 0 continues, -1 closes and releases the member's records.
+// n > 0 continues, -1 closes and releases the member's records; a session
+// also closes with the connection that opened it (BindSession).
 //
 // The group coordinator tells the manager of membership: OnMemberLeft
 // releases a member's records and closes its session, OnGroupEmpty drops
@@ -114,7 +115,8 @@
 //
 // # Not yet
 //
-// share sessions are not yet tied to their connection (Kafka releases a
-// session's records when its connection closes) and idle sessions are not
-// evicted; the dead-letter queue (share.version 2) is not built.
+// idle sessions are not evicted (Kafka ties them to their connection, as
+// here, and evicts none either; a member fenced by the group coordinator
+// is closed through OnMemberLeft); the dead-letter queue (share.version 2)
+// is not built.
 package share

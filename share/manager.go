@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -96,6 +97,9 @@ type Manager struct {
 	// released is closed (and replaced) when records become Available
 	// again, waking parked fetches
 	released chan struct{}
+
+	// conns numbers the connections share sessions are bound to
+	conns atomic.Uint64
 }
 
 // NewManager returns a Manager.
@@ -428,6 +432,37 @@ func (m *Manager) ExpireLocks(ctx context.Context) {
 func (m *Manager) OnMemberLeft(group, member string) {
 	m.Sessions.Close(group, member)
 	m.releaseMember(context.Background(), group, member, nil)
+}
+
+// BindSession ties the member's share session, just opened, to the
+// connection whose requests carry ctx (the protocol layer cancels it when
+// the connection closes): then the session is closed, the member's records
+// released, and the group's share partitions dropped if it has no session
+// left.
+func (m *Manager) BindSession(ctx context.Context, group, member string) {
+	if ctx.Done() == nil {
+		return // not a connection (in-process callers, tests)
+	}
+	conn := m.conns.Add(1)
+	unwatch := context.AfterFunc(ctx, func() { m.connectionClosed(group, member, conn) })
+	if !m.Sessions.bind(group, member, conn, unwatch) {
+		unwatch()
+	}
+}
+
+func (m *Manager) connectionClosed(group, member string, conn uint64) {
+	parts, ok := m.Sessions.closeOn(group, member, conn)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if len(parts) > 0 {
+		m.releaseMember(ctx, group, member, parts)
+	}
+	if m.Sessions.groupSessions(group) == 0 {
+		m.OnGroupEmpty(group)
+	}
 }
 
 // OnGroupEmpty drops a share group's share partitions from memory when its

@@ -180,3 +180,42 @@ func TestParseISODuration(t *testing.T) {
 		}
 	}
 }
+
+// A session bound to a connection closes with it: the member's records
+// are released, and the group's share partitions leave memory once no
+// session is left.
+func TestSessionClosedWithConnection(t *testing.T) {
+	log := newFakeLog()
+	log.produce(0, 5, -1, false)
+	m := newTestManager(log, 600000)
+	conn, closeConn := context.WithCancel(context.Background())
+	if _, err := m.Sessions.Open("g", "a", []TopicPartition{foo0.TopicPartition}, 0); err != nil {
+		t.Fatal(err)
+	}
+	m.BindSession(conn, "g", "a")
+	if _, err := m.Sessions.Open("g", "b", []TopicPartition{foo0.TopicPartition}, 0); err != nil {
+		t.Fatal(err)
+	}
+	res := m.Fetch(context.Background(), FetchParams{Group: "g", Member: "a", Parts: []FetchPart{foo0}, MaxBytes: 1 << 20, MinBytes: 1, MaxRecords: 100})
+	if len(res[0].Acquired) != 1 {
+		t.Fatalf("fetch: %+v", res)
+	}
+	p := m.Partition("g", foo0.TopicPartition)
+	closeConn()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Dump() != "spso=0 speo=4 0-4:AVAILABLE/1" {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the connection closed: %s", p.Dump())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if m.Sessions.Epoch("g", "a") != -1 || m.Sessions.Epoch("g", "b") != 1 {
+		t.Fatal("sessions after the close")
+	}
+	if m.Partition("g", foo0.TopicPartition) == nil {
+		t.Fatal("dropped while b has a session")
+	}
+	// b's session was not bound to a connection; closing it empties the
+	// group only through OnGroupEmpty
+	m.CloseSession(context.Background(), "g", "b")
+}

@@ -25,6 +25,12 @@ import (
 //
 // ShareAcknowledge uses the same epochs and never opens a session (epoch 0
 // is INVALID_SHARE_SESSION_EPOCH).
+//
+// A session belongs to the connection that opened it (Kafka 4.1+'s
+// connection id in ShareSessionCache): when that connection closes, the
+// session is removed, the member's records in it are released, and a group
+// left without sessions drops its share partitions (ShareGroupListener's
+// onMemberLeave and onGroupEmpty).
 
 // Final and Initial are the special share session epochs.
 const (
@@ -45,6 +51,17 @@ type session struct {
 	parts    []TopicPartition // in the order they were added
 	index    map[TopicPartition]struct{}
 	lastUsed int64
+	// conn is the connection the session was opened on (0: none known);
+	// unwatch stops watching it (Manager.BindSession)
+	conn    uint64
+	unwatch func() bool
+}
+
+// drop forgets the session's connection watch.
+func (s *session) drop() {
+	if s.unwatch != nil {
+		s.unwatch()
+	}
 }
 
 // SessionCache is Kafka's ShareSessionCache.
@@ -76,7 +93,10 @@ func (c *SessionCache) Open(group, member string, parts []TopicPartition, nowMs 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := sessionKey{group, member}
-	delete(c.sessions, k)
+	if old, ok := c.sessions[k]; ok {
+		old.drop()
+		delete(c.sessions, k)
+	}
 	if len(c.sessions) >= c.max {
 		return nil, kerr.ShareSessionLimitReached
 	}
@@ -172,8 +192,49 @@ func (c *SessionCache) Close(group, member string) []TopicPartition {
 	if !ok {
 		return nil
 	}
+	s.drop()
 	delete(c.sessions, k)
 	return s.parts
+}
+
+// bind records the connection a session was opened on; false if the
+// session is gone.
+func (c *SessionCache) bind(group, member string, conn uint64, unwatch func() bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.sessions[sessionKey{group, member}]
+	if !ok || s.conn != 0 {
+		return false
+	}
+	s.conn, s.unwatch = conn, unwatch
+	return true
+}
+
+// closeOn removes the member's session if it is still the one opened on
+// conn, and returns its partitions.
+func (c *SessionCache) closeOn(group, member string, conn uint64) ([]TopicPartition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := sessionKey{group, member}
+	s, ok := c.sessions[k]
+	if !ok || s.conn != conn {
+		return nil, false
+	}
+	delete(c.sessions, k)
+	return s.parts, true
+}
+
+// groupSessions is the number of open sessions of a group.
+func (c *SessionCache) groupSessions(group string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k := range c.sessions {
+		if k.group == group {
+			n++
+		}
+	}
+	return n
 }
 
 // Epoch returns the epoch the member's next request must carry, -1 with
