@@ -115,8 +115,8 @@
 //
 // # Not yet
 //
-// idle sessions are not evicted (Kafka ties them to their connection, as
-// here, and evicts none either; a member fenced by the group coordinator
-// is closed through OnMemberLeft); the dead-letter queue (share.version 2)
-// is not built.
+// The dead-letter queue (share.version 2) and the share partition metrics
+// (SharePartitionMetrics) are not built; min_bytes counts the bytes of the
+// records acquired, where Kafka's DelayedShareFetch counts the bytes
+// readable from the fetch offsets.
 package share
