@@ -178,7 +178,7 @@ func (m *Manager) fetchOnce(ctx context.Context, fp FetchParams, groupLim Limits
 		if len(batches) == 0 {
 			continue
 		}
-		acq, w := p.Acquire(fp.Member, batches, int(records-gotRecords), fp.Mode, m.nowMs())
+		acq, w := p.Acquire(fp.Member, max(off, read.LogStart), batches, int(records-gotRecords), fp.Mode, m.nowMs())
 		if w != nil {
 			m.persist(ctx, fp.Group, []pendingWrite{{p, w}})
 		}

@@ -264,13 +264,13 @@ type Acquired struct {
 }
 
 // Acquire acquires for member the Available in-flight records and the new
-// records of batches, in offset order, until maxRecords are acquired
+// records of batches, read from the log from offset from, in offset order, until maxRecords are acquired
 // (SharePartition.acquire). Each acquired record's delivery count goes up
 // and its lock expires at nowMs+LockMs. New records are taken only while
 // fewer than MaxLocks records are in flight. Aborted batches are archived
 // instead (read_committed, ShareFetchUtils' aborted-transaction filter);
 // that change is returned as a Write, nil when nothing needs persisting.
-func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode AcquireMode, nowMs int64) ([]Acquired, *Write) {
+func (p *Partition) Acquire(member string, from int64, batches []Batch, maxRecords int, mode AcquireMode, nowMs int64) ([]Acquired, *Write) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.loaded || p.fenced || maxRecords <= 0 {
@@ -280,10 +280,18 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 	var archived [][2]int64
 	left := int64(maxRecords)
 	deadline := nowMs + p.lim.LockMs
+	cursor := max(from, p.start)
 	for _, b := range batches {
 		if left <= 0 || b.Last < b.First {
 			break
 		}
+		if b.First > cursor {
+			// offsets the log read from cursor does not hold (a
+			// compacted topic's removed records): never delivered,
+			// archived so that the start offset passes them
+			archived = append(archived, p.archiveGapLocked(cursor, b.First-1)...)
+		}
+		cursor = max(cursor, b.Last+1)
 		first := max(b.First, p.start)
 		if first > b.Last {
 			continue
@@ -368,6 +376,22 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int, mode
 		return nil, nil
 	}
 	return out, w
+}
+
+// archiveGapLocked archives the Available offsets of [first, last], adding
+// them to the in-flight records when past the end. p.mu must be held.
+func (p *Partition) archiveGapLocked(first, last int64) [][2]int64 {
+	if last < first {
+		return nil
+	}
+	p.extendLocked(last)
+	return p.setRangeLocked(first, last, func(s *span) bool {
+		if s.state != sharestate.Available {
+			return false
+		}
+		s.state = sharestate.Archived
+		return true
+	}, 0)
 }
 
 // throttleEndLocked bounds the redelivery of [first, last] (Kafka 4.2+

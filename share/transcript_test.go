@@ -27,7 +27,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 // and a MemPersister that survives "restart".
 //
 //	setup [lock=MS] [limit=N] [max-locks=N] [reset=earliest|latest] [isolation=read_committed] [sessions=N]
-//	produce [p=N] n=N [pid=P txn]          append a batch of n records (pid/txn: transactional)
+//	produce [p=N] n=N [gap=N] [pid=P txn]  append a batch of n records (gap: after N offsets
+//	                                       compaction removed; pid/txn: transactional)
 //	marker [p=N] pid=P commit|abort        append a transaction marker
 //	fetch member=M [p=0,1] [max-records=N] [mode=batch|record] [batch-size=N] [max-bytes=N]
 //	ack member=M [p=N] RANGES [renew]      RANGES: 0-4:accept,5:release,6-7:reject,8:gap,9:renew
@@ -181,6 +182,7 @@ func (h *harness) run(t *testing.T, line string) string {
 		b.WriteString("ok\n")
 	case "produce":
 		p := int32(num(a, "p", 0))
+		h.log.skip(p, num(a, "gap", 0))
 		first, last := h.log.produce(p, int(num(a, "n", 1)), num(a, "pid", -1), a["txn"] != "")
 		fmt.Fprintf(&b, "foo-%d %d-%d\n", p, first, last)
 	case "marker":
@@ -433,6 +435,13 @@ func (l *fakeLog) marker(p int32, pid int64, abort bool) int64 {
 	delete(fp.open, pid)
 	fp.next++
 	return fp.next - 1
+}
+
+// skip leaves n offsets out of the log, as compaction would.
+func (l *fakeLog) skip(p int32, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part(p).next += max(n, 0)
 }
 
 func (l *fakeLog) deleteTo(p int32, off int64) {
