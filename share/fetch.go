@@ -36,6 +36,9 @@ type PartResult struct {
 	Err      error
 	Records  []byte
 	Acquired []Acquired
+	// sent are the base offsets of the batches in Records: a later pass
+	// of a parked fetch acquiring more of a batch does not repeat it
+	sent map[int64]bool
 }
 
 // Fetch acquires records for a member from its partitions (Kafka's
@@ -190,7 +193,11 @@ func (m *Manager) fetchOnce(ctx context.Context, fp FetchParams, groupLim Limits
 		}
 		r.Acquired = append(r.Acquired, acq...)
 		for j, b := range batches {
-			if overlaps(b, acq) {
+			if overlaps(b, acq) && !r.sent[b.First] {
+				if r.sent == nil {
+					r.sent = map[int64]bool{}
+				}
+				r.sent[b.First] = true
 				r.Records = append(r.Records, raws[j]...)
 				gotBytes += int64(len(raws[j]))
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kgo-broker/kgo-broker/sharestate"
+	"github.com/kgo-broker/kgo-broker/storage"
 )
 
 func newTestManager(log *fakeLog, lockMs int64) *Manager {
@@ -218,4 +219,38 @@ func TestSessionClosedWithConnection(t *testing.T) {
 	// b's session was not bound to a connection; closing it empties the
 	// group only through OnGroupEmpty
 	m.CloseSession(context.Background(), "g", "b")
+}
+
+// A parked fetch whose passes acquire parts of one batch answers the batch
+// once.
+func TestParkedFetchSendsBatchOnce(t *testing.T) {
+	log := newFakeLog()
+	log.produce(0, 10, -1, false)
+	m := newTestManager(log, 600000)
+	ctx := context.Background()
+	res := m.Fetch(ctx, FetchParams{Group: "g", Member: "a", Parts: []FetchPart{foo0}, MaxBytes: 1 << 20, MinBytes: 1, MaxRecords: 3, Mode: RecordLimit})
+	if len(res[0].Acquired) != 1 || res[0].Acquired[0] != (Acquired{0, 2, 1}) {
+		t.Fatalf("first: %+v", res[0].Acquired)
+	}
+	// b's fetch wants more bytes than there are: it parks, and each
+	// release of a's records brings another pass
+	go func() {
+		for off := int64(0); off <= 2; off++ {
+			time.Sleep(50 * time.Millisecond)
+			m.Acknowledge(ctx, "g", "a", []AckPart{{FetchPart: foo0, Batches: []AckBatch{{First: off, Last: off, Types: []int8{int8(sharestate.AckRelease)}}}}}, false)
+		}
+	}()
+	res = m.Fetch(ctx, FetchParams{Group: "g", Member: "b", Parts: []FetchPart{foo0}, MaxBytes: 1 << 20, MinBytes: 1 << 20, MaxRecords: 100, Mode: RecordLimit, MaxWait: 400 * time.Millisecond})
+	n := 0
+	storageWalk(t, res[0].Records, func() { n++ })
+	if n != 1 {
+		t.Fatalf("the batch was answered %d times (acquired %+v)", n, res[0].Acquired)
+	}
+}
+
+func storageWalk(t *testing.T, b []byte, fn func()) {
+	t.Helper()
+	if err := storage.WalkBatches(b, true, func(storage.BatchHeader, []byte) error { fn(); return nil }); err != nil {
+		t.Fatal(err)
+	}
 }
