@@ -119,6 +119,11 @@ func (m *MemPersister) WriteState(_ context.Context, req *kmsg.WriteShareGroupSt
 					rp.ErrorCode = kerr.FencedLeaderEpoch.Code
 					break
 				}
+				if p.StateEpoch == st.stateEpoch && p.StartOffset < st.start {
+					// a write that raced a later one: the start
+					// offset never moves back within a state epoch
+					p.StartOffset = st.start
+				}
 				st.stateEpoch, st.leaderEpoch = p.StateEpoch, p.LeaderEpoch
 				st.merge(p.StartOffset, p.StateBatches)
 			}

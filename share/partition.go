@@ -530,6 +530,11 @@ func (p *Partition) setRangeLocked(first, last int64, fn func(*span) bool, gen u
 				s.old = &old
 			}
 			s.gen = gen
+		} else {
+			// a change nothing waits on (an acquisition of records
+			// whose release is still being written) replaces the
+			// pending one: its failure must not undo this
+			s.gen, s.old = 0, nil
 		}
 		if n := len(changed); n > 0 && changed[n-1][1]+1 == s.first {
 			changed[n-1][1] = s.last
@@ -791,7 +796,7 @@ func (p *Partition) NextDeadline() int64 {
 // (an Acquired record is persisted as Available: a lock does not survive
 // the leader). p.mu must be held.
 func (p *Partition) writeLocked(changed [][2]int64, gen uint64) *Write {
-	start := p.prospectiveStartLocked()
+	start := p.prospectiveStartLocked(gen)
 	d := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	d.Partition = p.Partition
 	d.StateEpoch = p.stateEpoch
@@ -824,12 +829,15 @@ func (p *Partition) writeLocked(changed [][2]int64, gen uint64) *Write {
 	return &Write{gen: gen, Data: d}
 }
 
-// prospectiveStartLocked is the start offset once every terminal record
-// from the start on is dropped, counting changes still being written.
-func (p *Partition) prospectiveStartLocked() int64 {
+// prospectiveStartLocked is the start offset once the terminal records at
+// the head are dropped, counting those of write gen but not those of other
+// writes still in flight: a write that fails and is rolled back must not
+// have moved the persisted start past its records.
+func (p *Partition) prospectiveStartLocked(gen uint64) int64 {
 	for i := range p.spans {
-		if !terminal(p.spans[i].state) {
-			return p.spans[i].first
+		s := &p.spans[i]
+		if !terminal(s.state) || s.gen != 0 && s.gen != gen {
+			return s.first
 		}
 	}
 	return p.next
