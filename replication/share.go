@@ -33,10 +33,24 @@ func (rm *ReplicaManager) ReadShare(topic string, partition int32, offset int64,
 	if err != nil {
 		return ShareRead{}, err
 	}
+	out, region, err := p.readShare(offset, maxBytes, minOne, readCommitted)
+	if err != nil || region.Len == 0 {
+		return out, err
+	}
+	// the bytes are copied holding no partition lock, as ReadLog does:
+	// a leadership change does not wait on the disk
+	if out.Records, err = region.ReadAll(); err != nil {
+		return ShareRead{}, kerr.KafkaStorageError
+	}
+	return out, nil
+}
+
+// readShare finds what ReadShare copies. p.mu is read-held only here.
+func (p *Partition) readShare(offset int64, maxBytes int32, minOne, readCommitted bool) (ShareRead, storage.FileRegion, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.isLeader || p.log == nil {
-		return ShareRead{}, kerr.NotLeaderForPartition
+		return ShareRead{}, storage.FileRegion{}, kerr.NotLeaderForPartition
 	}
 	out := ShareRead{LogStart: p.log.LogStartOffset()}
 	offset = max(offset, out.LogStart)
@@ -45,9 +59,10 @@ func (rm *ReplicaManager) ReadShare(topic string, partition int32, offset int64,
 		bound = p.lastStableOffset()
 	}
 	if offset >= bound {
-		return out, nil
+		return out, storage.FileRegion{}, nil
 	}
 	var ri storage.ReadInfo
+	var err error
 	if readCommitted {
 		ri, out.Aborted, err = p.log.ReadCommitted(offset, max(maxBytes, 0), bound, minOne)
 	} else {
@@ -57,14 +72,11 @@ func (rm *ReplicaManager) ReadShare(topic string, partition int32, offset int64,
 		if errors.Is(err, kerr.OffsetOutOfRange) {
 			// deleted under the read: the next read starts at the new
 			// log start
-			return ShareRead{LogStart: p.log.LogStartOffset()}, nil
+			return ShareRead{LogStart: p.log.LogStartOffset()}, storage.FileRegion{}, nil
 		}
-		return ShareRead{}, err
+		return ShareRead{}, storage.FileRegion{}, err
 	}
-	if out.Records, err = ri.Region.ReadAll(); err != nil {
-		return ShareRead{}, kerr.KafkaStorageError
-	}
-	return out, nil
+	return out, ri.Region, nil
 }
 
 // ShareOffsets returns a partition's log start offset, high watermark and
