@@ -11,8 +11,11 @@ package integration
 // archived at the group's delivery count limit.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,8 +151,10 @@ func TestShareGroupJavaConsumers(t *testing.T) {
 	t.Logf("MEASURE share group: %d records over %d consumers %v", n, len(consumers), consumers)
 
 	// The share group's state: every record is acknowledged or archived, so
-	// the start offset is past the last one and the lag is 0.
-	waitFor(t, 30*time.Second, "kafka-share-groups.sh --describe to show start offset "+fmt.Sprint(n), func() error {
+	// the lag is 0 (KIP-1226). The persisted start offset may trail the last
+	// acknowledged batch (Kafka 4.4 showed 540 of 600 here: acknowledged
+	// batches above it are in the state's batches), so it is only bounded.
+	waitFor(t, 30*time.Second, "kafka-share-groups.sh --describe to show lag 0", func() error {
 		res := KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-share-groups.sh", "--bootstrap-server", b.Addr,
 			"--describe", "--group", group)
 		if res.ExitCode != 0 {
@@ -157,9 +162,9 @@ func TestShareGroupJavaConsumers(t *testing.T) {
 		}
 		for _, l := range lines(res.Stdout) {
 			f := strings.Fields(l)
-			if len(f) >= 4 && f[0] == group && f[1] == topic && f[2] == "0" {
-				if f[3] != fmt.Sprint(n) {
-					return fmt.Errorf("start offset %s:\n%s", f[3], res.Stdout)
+			if len(f) >= 5 && f[0] == group && f[1] == topic && f[2] == "0" {
+				if so := mustAtoi64(t, "START-OFFSET", f[3]); so <= 0 || so > n || f[4] != "0" {
+					return fmt.Errorf("start offset %s lag %s:\n%s", f[3], f[4], res.Stdout)
 				}
 				return nil
 			}
@@ -179,4 +184,159 @@ func containsLine(ls []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// shareAccepted returns, per value index, how often a run accepted it, and
+// every value index it saw.
+func shareAccepted(t *testing.T, r javaRun) (accepted map[int]int, seen map[int]bool) {
+	t.Helper()
+	accepted, seen = map[int]int{}, map[int]bool{}
+	for _, e := range eventsOf(r.Events, "record") {
+		var i int
+		if _, err := fmt.Sscanf(e.Str("value"), "v%d", &i); err != nil {
+			t.Fatalf("record with value %q", e.Str("value"))
+		}
+		seen[i] = true
+		if e.Str("ack") == "ACCEPT" {
+			accepted[i]++
+		}
+	}
+	return accepted, seen
+}
+
+// TestShareGroupKillRestart: a share group consumes part of a partition
+// (every acknowledgement committed), the node is killed with SIGKILL and
+// restarted, and the group goes on. Every record is accepted exactly once
+// over both runs: none that the first run had acknowledged is delivered
+// again (its state was persisted in __share_group_state before the commit
+// was answered) and none is lost.
+func TestShareGroupKillRestart(t *testing.T) {
+	t.Parallel()
+	javaClasspath(t)
+	b := StartBroker(t, BrokerOptions{Overrides: shareOverrides(nil)})
+	const topic, group, n = "it-share-restart", "it-share-restart-g", 400
+	createTopic(t, b, topic, 1, nil)
+	setGroupConfig(t, b, group, "share.auto.offset.reset=earliest")
+	produceShareValues(t, b, topic, 0, n, 10)
+
+	first := runShareTool(t, 120*time.Second, b.Addr, "consume", "topic="+topic, "group="+group,
+		fmt.Sprint("expect=", n), "consumers=2", "stopat=150", "c.max.poll.records=20")
+	if first.ExitCode != 0 || len(eventsOf(first.Events, "done")) == 0 {
+		t.Fatalf("first ShareTool run failed: %s\n%s", javaFailure(first), tail(first.String(), 80))
+	}
+	acc1, _ := shareAccepted(t, first)
+	if len(acc1) < 150 || len(acc1) >= n {
+		t.Fatalf("first run accepted %d values, want at least 150 and fewer than %d", len(acc1), n)
+	}
+	b.KillAndRestart()
+
+	second := runShareTool(t, 150*time.Second, b.Addr, "consume", "topic="+topic, "group="+group,
+		fmt.Sprint("expect=", n-len(acc1)), "consumers=2", "c.max.poll.records=20")
+	if second.ExitCode != 0 || len(eventsOf(second.Events, "done")) == 0 {
+		t.Fatalf("second ShareTool run failed: %s\n%s", javaFailure(second), tail(second.String(), 80))
+	}
+	acc2, seen2 := shareAccepted(t, second)
+	for i := range acc1 {
+		if seen2[i] {
+			t.Errorf("v%d was accepted before the kill and delivered again after it", i)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if got := acc1[i] + acc2[i]; got != 1 {
+			t.Errorf("v%d accepted %d times over both runs, want 1", i, got)
+		}
+	}
+	t.Logf("MEASURE share group kill -9: %d accepted before, %d after, 0 redelivered", len(acc1), len(acc2))
+}
+
+// TestShareGroupFranz: franz-go's share consumer (kgo.ShareGroup), two
+// clients in one group over three partitions. Every record is accepted
+// exactly once; the released ones come back once with delivery count 2.
+func TestShareGroupFranz(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	b := StartBroker(t, BrokerOptions{Overrides: shareOverrides(nil)})
+	const topic, group, n = "it-share-franz", "it-share-franz-g", 300
+	createTopic(t, b, topic, 3, nil)
+	setGroupConfig(t, b, group, "share.auto.offset.reset=earliest")
+	if err := b.Client().ProduceSync(ctxT(t, 30*time.Second), recordsFor(topic, n)...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	release := map[string]bool{"v7": true, "v150": true, "v299": true}
+
+	type delivery struct {
+		client, count int32
+		status        kgo.AckStatus
+	}
+	var (
+		mu       sync.Mutex
+		byValue  = map[string][]delivery{}
+		accepted = 0
+	)
+	ctx := ctxT(t, 90*time.Second)
+	var wg sync.WaitGroup
+	for c := int32(0); c < 2; c++ {
+		cl := b.Client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(20))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				finished := accepted >= n
+				mu.Unlock()
+				if finished || ctx.Err() != nil {
+					return
+				}
+				// Short polls, so a client notices the end.
+				pollCtx, cancel := context.WithTimeout(ctx, time.Second)
+				fs := cl.PollRecords(pollCtx, 20)
+				cancel()
+				fs.EachError(func(tp string, p int32, err error) {
+					if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+						t.Logf("client %d: share fetch error %s-%d: %v", c, tp, p, err)
+					}
+				})
+				fs.EachRecord(func(r *kgo.Record) {
+					v := string(r.Value)
+					st := kgo.AckAccept
+					mu.Lock()
+					if release[v] && len(byValue[v]) == 0 {
+						st = kgo.AckRelease
+					} else {
+						accepted++
+					}
+					byValue[v] = append(byValue[v], delivery{client: c, count: r.DeliveryCount(), status: st})
+					mu.Unlock()
+					r.Ack(st)
+				})
+				if err := cl.FlushAcks(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("client %d: FlushAcks: %v", c, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted < n {
+		t.Fatalf("accepted %d of %d records before the timeout", accepted, n)
+	}
+	clients := map[int32]int{}
+	for i := 0; i < n; i++ {
+		v := fmt.Sprintf("v%d", i)
+		var got []string
+		for _, d := range byValue[v] {
+			got = append(got, fmt.Sprintf("%d:%s", d.count, d.status))
+			clients[d.client]++
+		}
+		want := "[1:accept]"
+		if release[v] {
+			want = "[1:release 2:accept]"
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("%s: deliveries %v, want %s", v, got, want)
+		}
+	}
+	if len(clients) < 2 {
+		t.Errorf("records went to %d client(s) %v, want both", len(clients), clients)
+	}
+	t.Logf("MEASURE share group franz-go: %d records over clients %v", n, clients)
 }

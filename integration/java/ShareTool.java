@@ -14,7 +14,7 @@
 //
 // Commands:
 //   consume  topic group expect=N [consumers=K] [release=i,j] [reject=i,j]
-//            [releasealways=i,j] [idle.ms=M]
+//            [releasealways=i,j] [idle.ms=M] [stopat=S]
 //            K share consumers (threads, one group, explicit acknowledgement
 //            mode) poll topic. Records carry values "v<i>"; a record whose i
 //            is in release is released on its first delivery (and accepted
@@ -27,7 +27,8 @@
 //            ends once N distinct values have been accepted or rejected and
 //            then nothing more arrived for idle.ms (default 3000): what a
 //            consumer sees after the end (a redelivery that should not
-//            happen) is printed too.
+//            happen) is printed too. With stopat, the run ends as soon as S
+//            values are done (the consumers close, releasing what they hold).
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -131,6 +132,7 @@ public final class ShareTool {
         int expect = Integer.parseInt(opt("expect"));
         int consumers = Integer.parseInt(opts.getOrDefault("consumers", "1"));
         long idleMs = Long.parseLong(opts.getOrDefault("idle.ms", "3000"));
+        int stopAt = Integer.parseInt(opts.getOrDefault("stopat", "-1"));
         Set<Integer> release = intSet("release"), reject = intSet("reject"), releaseAlways = intSet("releasealways");
 
         // The values that reached their end (accepted or rejected), and when
@@ -173,7 +175,7 @@ public final class ShareTool {
                             consumer.acknowledge(r, ack);
                             Optional<Short> delivery = r.deliveryCount();
                             emit("record", "consumer", id, "partition", r.partition(), "offset", r.offset(),
-                                "delivery", delivery.isPresent() ? (int) delivery.get() : -1, "value", v, "ack", ack.toString());
+                                "delivery", delivery.isPresent() ? (int) delivery.get() : -1, "value", v, "ack", ack.name());
                         }
                         if (!recs.isEmpty()) {
                             Map<TopicIdPartition, Optional<KafkaException>> res = consumer.commitSync();
@@ -205,6 +207,9 @@ public final class ShareTool {
         }
         while (!stop.get()) {
             Thread.sleep(50);
+            if (stopAt >= 0 && done.size() >= stopAt) {
+                break;
+            }
             if (done.size() >= expect && System.currentTimeMillis() - lastActivity.get() >= idleMs) {
                 break;
             }
