@@ -74,6 +74,16 @@ func TestShareGroupsTool(t *testing.T) {
 	if !strings.Contains(res.Stdout, "STATE") || !containsFields(lines(res.Stdout), group, "Empty") {
 		t.Errorf("--list --state does not show %s Empty:\n%s", group, res.Stdout)
 	}
+	// kafka-groups.sh lists every kind of group with its type (KIP-1043).
+	res = KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-groups.sh", "--bootstrap-server", b.Addr, "--list")
+	t.Logf("kafka-groups.sh --list:\n%s%s", res.Stdout, res.Stderr)
+	if !containsFields(lines(res.Stdout), group, "Share", "share") {
+		t.Errorf("kafka-groups.sh --list: want %s Share share:\n%s", group, res.Stdout)
+	}
+	res = KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-groups.sh", "--bootstrap-server", b.Addr, "--list", "--share")
+	if !containsFields(lines(res.Stdout), group, "Share", "share") {
+		t.Errorf("kafka-groups.sh --list --share: want %s Share share:\n%s", group, res.Stdout)
+	}
 	waitFor(t, 30*time.Second, "lag 0 on both partitions", func() error {
 		res := shareGroupsTool(t, b, "--describe", "--group", group)
 		rows := shareOffsetRows(t, res.Stdout, group, topic)
