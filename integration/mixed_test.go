@@ -459,8 +459,8 @@ func TestMixedQuorum(t *testing.T) {
 		})
 	}
 	createTopic("mq-topic")
-	r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "share.version=1")
-	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 1 for feature share.version.") {
+	r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "share.version=2")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 2 for feature share.version.") {
 		t.Fatalf("share.version upgrade:\n%s", r)
 	}
 
