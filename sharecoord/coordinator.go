@@ -327,7 +327,7 @@ func (c *Coordinator) runKeys(ctx context.Context, what string, ops []keyOp) []r
 				ke = kerr.CoordinatorNotAvailable
 			}
 			for _, i := range idx {
-				out[i] = errResult(ke, "Unable to "+what+": "+ke.Description)
+				out[i] = errResult(ke, "Unable to "+what+": "+KafkaMessage(ke))
 			}
 		}()
 	}

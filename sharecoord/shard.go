@@ -164,9 +164,18 @@ type result struct {
 
 func errResult(err *kerr.Error, msg string) result {
 	if msg == "" {
-		msg = err.Description
+		msg = KafkaMessage(err)
 	}
 	return result{code: err.Code, msg: &msg}
+}
+
+// KafkaMessage is Errors.message() of Kafka 4.4 for err: kerr's
+// description, which for a few errors differs from Kafka's text.
+func KafkaMessage(err *kerr.Error) string {
+	if err == kerr.FencedLeaderEpoch {
+		return "The leader epoch in the request is older than the epoch on the broker."
+	}
+	return err.Description
 }
 
 // The messages of Kafka's ShareCoordinatorShard exceptions.
