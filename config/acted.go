@@ -107,6 +107,13 @@ var actedKeys = append([]string{
 	"transactional.id.expiration.ms",
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms",
 	"transaction.remove.expired.transaction.cleanup.interval.ms",
+	// the share coordinator (sharecoord/, KIP-932)
+	"share.coordinator.state.topic.num.partitions",
+	"share.coordinator.state.topic.replication.factor",
+	"share.coordinator.state.topic.min.isr",
+	"share.coordinator.state.topic.segment.bytes",
+	"share.coordinator.snapshot.update.records.per.snapshot",
+	"share.coordinator.write.timeout.ms",
 	"offsets.retention.minutes",
 	"offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms",
