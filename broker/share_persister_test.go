@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,7 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+	"go.uber.org/zap"
 
+	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/sharecoord"
 	"github.com/kgo-broker/kgo-broker/sharestate"
 )
 
@@ -183,5 +188,139 @@ func TestNodeShareCoordinator(t *testing.T) {
 	ccancel()
 	if _, err := p.ReadStateSummary(cctx, sreq); err == nil {
 		t.Fatal("cancelled context: no error")
+	}
+}
+
+// TestShareStateAuthorization: the share state RPCs and FindCoordinator
+// key type 2 need CLUSTER_ACTION (KafkaApis.authorizeClusterOperation).
+func TestShareStateAuthorization(t *testing.T) {
+	b := authzTestBroker(t, allowACL(resTopic, "t", "User:alice", opRead))
+	id := [16]byte{9}
+	w := kmsg.NewPtrWriteShareGroupStateRequest()
+	w.GroupID = "sg"
+	w.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: id, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0}, {Partition: 1}}}}
+	if r := callAs[*kmsg.WriteShareGroupStateResponse](t, b, "alice", w, 1); len(r.Topics[0].Partitions) != 2 ||
+		r.Topics[0].Partitions[1].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice WriteShareGroupState: %+v", r.Topics)
+	}
+	rs := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	rs.GroupID = "sg"
+	rs.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: id, Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0}}}}
+	if r := callAs[*kmsg.ReadShareGroupStateSummaryResponse](t, b, "alice", rs, 1); r.Topics[0].Partitions[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice ReadShareGroupStateSummary: %+v", r.Topics)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 2, []string{sharestate.Key("sg", id, 0)}
+	if r := callAs[*kmsg.FindCoordinatorResponse](t, b, "alice", fc, 6); r.Coordinators[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice FindCoordinator share: %+v", r.Coordinators)
+	}
+}
+
+// TestSharePersisterRouting: partitions go to the leaders of their
+// __share_group_state partitions, one request per leader; a coordinator
+// error is retried after the backoff (found again: the leader moved), a
+// broker that cannot be reached answers COORDINATOR_NOT_AVAILABLE once the
+// attempts are spent, and the answers come back in the request's order.
+func TestSharePersisterRouting(t *testing.T) {
+	cache := metadatacache.NewCache(metadatacache.Config{})
+	offset := int64(0)
+	apply := func(recs ...metadatacache.Record) {
+		t.Helper()
+		if err := cache.Apply(metadatacache.Batch{BaseOffset: offset, LastOffset: offset + int64(len(recs)) - 1, Epoch: 1, Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+		offset += int64(len(recs))
+	}
+	fl := metadatacache.NewFeatureLevelRecord()
+	fl.Name, fl.FeatureLevel = "metadata.version", 27
+	recs := []metadatacache.Record{fl}
+	for id := int32(1); id <= 3; id++ {
+		b := metadatacache.NewRegisterBrokerRecord()
+		b.BrokerID, b.BrokerEpoch, b.Fenced = id, 10, false
+		b.EndPoints = []metadatacache.BrokerEndpoint{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9090 + id)}}
+		recs = append(recs, b)
+	}
+	stateID := [16]byte{0x5}
+	recs = append(recs, &metadatacache.TopicRecord{Name: sharecoord.TopicName, TopicID: stateID})
+	for p := int32(0); p < 3; p++ {
+		r := metadatacache.NewPartitionRecord()
+		r.TopicID, r.PartitionID, r.Leader = stateID, p, p+1
+		r.Replicas, r.Isr, r.RemovingReplicas, r.AddingReplicas = []int32{p + 1}, []int32{p + 1}, []int32{}, []int32{}
+		recs = append(recs, r)
+	}
+	apply(recs...)
+
+	// Keys of group "sg" on topic id {7}: which leader each partition gets.
+	topic := [16]byte{7}
+	leaderOf := func(part int32) int32 { return sharecoord.PartitionFor(sharestate.Key("sg", topic, part), 3) + 1 }
+	var parts []int32
+	seen := map[int32]bool{}
+	for part := int32(0); len(seen) < 3 && part < 100; part++ {
+		if !seen[leaderOf(part)] {
+			seen[leaderOf(part)] = true
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) != 3 {
+		t.Fatal("no partitions for every leader")
+	}
+
+	var mu sync.Mutex
+	calls := map[int32]int{}
+	p := &sharePersister{nodeID: 1, image: cache.Image, listener: "PLAINTEXT", logger: zap.NewNop(),
+		backoff: time.Millisecond, maxBackoff: 4 * time.Millisecond, attempts: 3,
+		versions: func(int16) int16 { return 1 }}
+	p.send = func(_ context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+		mu.Lock()
+		calls[node]++
+		n := calls[node]
+		mu.Unlock()
+		r := req.(*kmsg.WriteShareGroupStateRequest)
+		if node == 3 {
+			return nil, errors.New("connection refused")
+		}
+		resp := r.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewWriteShareGroupStateResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, pt := range t.Partitions {
+				rp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
+				rp.Partition = pt.Partition
+				if node == 2 && n == 1 {
+					rp.ErrorCode = kerr.NotCoordinator.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.GroupID = "sg"
+	rt := kmsg.NewWriteShareGroupStateRequestTopic()
+	rt.TopicID = topic
+	for i := len(parts) - 1; i >= 0; i-- { // not sorted by leader
+		rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+		rp.Partition = parts[i]
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := p.WriteState(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rp := range resp.Topics[0].Partitions {
+		want := int16(0)
+		if leaderOf(rp.Partition) == 3 {
+			want = kerr.CoordinatorNotAvailable.Code
+		}
+		if rp.Partition != req.Topics[0].Partitions[i].Partition || rp.ErrorCode != want {
+			t.Errorf("partition %d (leader %d): %+v, want code %d", rp.Partition, leaderOf(rp.Partition), rp, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls[1] != 1 || calls[2] != 2 || calls[3] != 3 {
+		t.Fatalf("calls per node: %v", calls)
 	}
 }
