@@ -114,6 +114,8 @@ var actedKeys = append([]string{
 	"share.coordinator.state.topic.segment.bytes",
 	"share.coordinator.snapshot.update.records.per.snapshot",
 	"share.coordinator.write.timeout.ms",
+	"share.coordinator.state.topic.prune.interval.ms",
+	"share.coordinator.cold.partition.snapshot.interval.ms",
 	"offsets.retention.minutes",
 	"offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms",

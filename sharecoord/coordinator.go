@@ -55,6 +55,14 @@ type Config struct {
 	// RequestTimeout bounds the CreateTopics of __share_group_state
 	// (request.timeout.ms, 30 s).
 	RequestTimeout time.Duration
+	// PruneInterval is how often redundant records are deleted
+	// (share.coordinator.state.topic.prune.interval.ms, 5 min), if the
+	// Writer is a RecordsDeleter; ColdSnapshotInterval how old a share
+	// partition's last snapshot may get before a new one is written
+	// (share.coordinator.cold.partition.snapshot.interval.ms, 5 min). Both
+	// run only while share.version is 1 or more.
+	PruneInterval        time.Duration
+	ColdSnapshotInterval time.Duration
 }
 
 // FromBrokerConfig reads the share coordinator settings of server.properties.
@@ -68,6 +76,8 @@ func FromBrokerConfig(bc *config.Config) Config {
 		SnapshotUpdateRecordsPerSnapshot: int(bc.Int("share.coordinator.snapshot.update.records.per.snapshot")),
 		WriteTimeout:                     time.Duration(bc.Int("share.coordinator.write.timeout.ms")) * time.Millisecond,
 		RequestTimeout:                   time.Duration(bc.Int("request.timeout.ms")) * time.Millisecond,
+		PruneInterval:                    time.Duration(bc.Int("share.coordinator.state.topic.prune.interval.ms")) * time.Millisecond,
+		ColdSnapshotInterval:             time.Duration(bc.Int("share.coordinator.cold.partition.snapshot.interval.ms")) * time.Millisecond,
 	}
 }
 
@@ -101,6 +111,12 @@ func (c *Config) defaults() {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 30 * time.Second
+	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = 5 * time.Minute
+	}
+	if c.ColdSnapshotInterval <= 0 {
+		c.ColdSnapshotInterval = 5 * time.Minute
 	}
 }
 
@@ -154,9 +170,29 @@ func (c *Coordinator) Close() {
 // OnImage loads the __share_group_state partitions this node now leads and
 // unloads the others. Subscribe it after the replica manager, so that a
 // partition is leader when its shard replays and writes.
-func (c *Coordinator) OnImage(_, img *metadatacache.Image) {
+//
+// Share partitions of topics deleted since old lose their state
+// (ShareCoordinatorService.handleTopicsDeletion): every loaded partition
+// writes their tombstones.
+func (c *Coordinator) OnImage(old, img *metadatacache.Image) {
 	if img == nil {
 		return
+	}
+	if old != nil && !old.SameTopics(img) {
+		deleted := map[[16]byte]bool{}
+		for _, t := range old.Topics() {
+			if img.TopicByID(t.ID) == nil {
+				deleted[t.ID] = true
+			}
+		}
+		if len(deleted) > 0 {
+			for _, p := range c.rt.Partitions() {
+				c.rt.Post(p, "on-topics-deleted", func(s *shard) error {
+					s.deleteTopics(deleted)
+					return nil
+				})
+			}
+		}
 	}
 	lead := map[int32]int32{}
 	if t := img.TopicByName(TopicName); t != nil {

@@ -64,10 +64,17 @@
 // CoordinatorOperationExceptionHelper does. An empty request (no group id,
 // no topics, a topic without partitions) answers an empty response.
 //
-// Not done yet: pruning old records with DeleteRecords
-// (share.coordinator.state.topic.prune.interval.ms), the periodic snapshots
-// of cold partitions (share.coordinator.cold.partition.snapshot.interval.ms),
-// and deleting the state of deleted topics.
+// # Periodic jobs and deleted topics (periodic.go)
+//
+// While share.version is 1 or more, each shard runs two timers on the
+// injected clock: every share.coordinator.cold.partition.snapshot.interval.ms
+// a share partition whose last snapshot is older than that gets a new one,
+// and every share.coordinator.state.topic.prune.interval.ms the records below
+// the oldest latest snapshot of any share partition (Kafka's
+// ShareCoordinatorOffsetsManager) are deleted once committed, through the
+// Writer's DeleteRecords (RecordsDeleter; the broker moves the log start
+// offset of the leader's __share_group_state partition). A topic deleted
+// from the image has its share partitions' state tombstoned.
 //
 // # Locks
 //

@@ -46,8 +46,25 @@ func (f *fakeController) Request(_ context.Context, req kmsg.Request) (kmsg.Resp
 	return resp, nil
 }
 
+// prunableLog is the MemLog with DeleteRecords (a RecordsDeleter): it
+// records the offsets pruning asked for; the records stay, so a replay
+// still sees everything.
+type prunableLog struct {
+	*coordinator.MemLog
+	mu     sync.Mutex
+	pruned []string
+}
+
+func (l *prunableLog) DeleteRecords(tp coordinator.TopicPartition, before int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruned = append(l.pruned, fmt.Sprintf("%s-%d below %d", tp.Topic, tp.Partition, before))
+	return nil
+}
+
 type harness struct {
 	t     *testing.T
+	plog  *prunableLog
 	log   *coordinator.MemLog
 	clock *coordinator.ManualClock
 	cache *metadatacache.Cache
@@ -86,7 +103,8 @@ func newHarness(t *testing.T, nparts int32, cfg Config) *harness {
 	}
 	h.createTopic("foo", 1, 2, 3)
 	cfg.NodeID = 1
-	cfg.Writer, cfg.Clock, cfg.Image, cfg.Controller = h.log, h.clock, h.cache.Image, h.ctrl
+	h.plog = &prunableLog{MemLog: h.log}
+	cfg.Writer, cfg.Clock, cfg.Image, cfg.Controller = h.plog, h.clock, h.cache.Image, h.ctrl
 	h.cfg = cfg
 	h.start()
 	t.Cleanup(func() { h.c.Close() })
@@ -130,6 +148,24 @@ func (h *harness) deleteTopic(topic string) {
 	old := h.cache.Image()
 	h.apply(&metadatacache.RemoveTopicRecord{TopicID: h.topicIDs[topic]})
 	h.c.OnImage(old, h.cache.Image())
+	h.drain()
+}
+
+// setFeature finalizes a feature level (share.version).
+func (h *harness) setFeature(name string, level int16) {
+	old := h.cache.Image()
+	fl := metadatacache.NewFeatureLevelRecord()
+	fl.Name, fl.FeatureLevel = name, level
+	h.apply(fl)
+	h.c.OnImage(old, h.cache.Image())
+}
+
+// drain waits until every loaded partition ran what was queued before
+// (Posts, timers that fired): an operation queued now runs after them.
+func (h *harness) drain() {
+	for _, p := range h.c.rt.Partitions() {
+		_ = h.c.rt.Run(context.Background(), p, func(*shard) error { return nil })
+	}
 }
 
 func (h *harness) start() {

@@ -2,6 +2,8 @@ package sharecoord
 
 import (
 	"errors"
+	"math"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
@@ -33,10 +35,18 @@ type shard struct {
 	ctx    *coordinator.Context
 	log    *zap.Logger
 	states map[recordKey]*entry
+	// snapshots and redundant are Kafka's ShareCoordinatorOffsetsManager:
+	// the offset of each key's latest snapshot (or tombstone), and the
+	// smallest of them, below which every record is redundant (each live
+	// key has a later snapshot) and may be deleted.
+	snapshots map[recordKey]int64
+	redundant int64
+	pruned    int64 // the offset records were last deleted below
 }
 
 func newShard(c *Coordinator, ctx *coordinator.Context) *shard {
-	return &shard{c: c, ctx: ctx, log: ctx.Logger(), states: map[recordKey]*entry{}}
+	return &shard{c: c, ctx: ctx, log: ctx.Logger(), states: map[recordKey]*entry{},
+		snapshots: map[recordKey]int64{}, redundant: math.MaxInt64}
 }
 
 // Replay applies one record read back while loading (Kafka's
@@ -48,13 +58,13 @@ func (s *shard) Replay(r coordinator.Loaded) error {
 	if r.Marker != nil || r.Key == nil {
 		return nil
 	}
-	if err := s.replay(r.Key, r.Value); err != nil {
+	if err := s.replay(r.Offset, r.Key, r.Value); err != nil {
 		s.log.Warn("skipping a __share_group_state record", zap.Int64("offset", r.Offset), zap.Error(err))
 	}
 	return nil
 }
 
-func (s *shard) replay(key, value []byte) error {
+func (s *shard) replay(offset int64, key, value []byte) error {
 	typ, k, err := decodeKey(key)
 	if err != nil {
 		return err
@@ -63,6 +73,7 @@ func (s *shard) replay(key, value []byte) error {
 	case recordTypeSnapshot:
 		if value == nil {
 			delete(s.states, k)
+			s.snapshotAt(k, offset, true)
 			return nil
 		}
 		v, err := decodeSnapshotValue(value)
@@ -70,6 +81,7 @@ func (s *shard) replay(key, value []byte) error {
 			return err
 		}
 		s.applySnapshot(k, v)
+		s.snapshotAt(k, offset, false)
 	case recordTypeUpdate:
 		if value == nil {
 			return errors.New("a ShareUpdate tombstone")
@@ -81,6 +93,50 @@ func (s *shard) replay(key, value []byte) error {
 		s.applyUpdate(k, v)
 	}
 	return nil
+}
+
+// snapshotAt is ShareCoordinatorOffsetsManager.updateState: key's latest
+// snapshot (or its tombstone, deleted) is at offset.
+func (s *shard) snapshotAt(k recordKey, offset int64, deleted bool) {
+	s.redundant = min(s.redundant, offset)
+	s.snapshots[k] = offset
+	if len(s.snapshots) > 0 {
+		low := int64(math.MaxInt64)
+		for _, o := range s.snapshots {
+			low = min(low, o)
+		}
+		s.redundant = low
+	}
+	if deleted {
+		delete(s.snapshots, k)
+	}
+}
+
+// lastRedundantOffset is ShareCoordinatorOffsetsManager.lastRedundantOffset:
+// the offset records may be deleted below, or false.
+func (s *shard) lastRedundantOffset() (int64, bool) {
+	if s.redundant <= 0 || s.redundant == math.MaxInt64 {
+		return 0, false
+	}
+	return s.redundant, true
+}
+
+func (s *shard) sortedKeys() []recordKey {
+	keys := make([]recordKey, 0, len(s.states))
+	for k := range s.states {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.group != b.group {
+			return a.group < b.group
+		}
+		if a.topicID != b.topicID {
+			return string(a.topicID[:]) < string(b.topicID[:])
+		}
+		return a.partition < b.partition
+	})
+	return keys
 }
 
 // applySnapshot is handleShareSnapshot.
@@ -133,8 +189,14 @@ func (s *shard) applyUpdate(k recordKey, v updateValue) {
 	}
 }
 
-// Loaded and Unloaded: the share coordinator keeps no timers per shard.
-func (s *shard) Loaded()   {}
+// Loaded starts the shard's periodic jobs (ShareCoordinatorService's
+// setupPeriodicJobs, per partition here): pruning redundant records and
+// snapshotting cold share partitions. Timers stop when it unloads.
+func (s *shard) Loaded() {
+	s.ctx.Schedule(timerPrune, s.c.cfg.PruneInterval, s.prune)
+	s.ctx.Schedule(timerColdSnapshots, s.c.cfg.ColdSnapshotInterval, s.snapshotColdPartitions)
+}
+
 func (s *shard) Unloaded() {}
 
 // writeRecord appends one record and applies it once the append
@@ -145,7 +207,7 @@ func (s *shard) writeRecord(key, value []byte) error {
 	if err := s.ctx.Append(coordinator.Batch{ProducerID: coordinator.NoProducer, Records: []coordinator.Record{rec}}); err != nil {
 		return appendErr(err)
 	}
-	if err := s.replay(key, value); err != nil {
+	if err := s.replay(s.ctx.LastWritten()-1, key, value); err != nil {
 		// Our own encoding: cannot happen short of a bug.
 		s.log.Error("applying a written __share_group_state record", zap.Error(err))
 	}

@@ -42,7 +42,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 //	leader partition=N leader=B    move a __share_group_state partition (-1: no leader)
 //	fail-appends err=E|off    appends to __share_group_state fail
 //	advance DURATION          move the clock
-//	delete-topic T
+//	delete-topic T            (its share partitions' state is tombstoned)
+//	feature share.version=N   finalize a feature level
+//	pruned                    the DeleteRecords pruning asked for
 func TestTranscripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -360,7 +362,21 @@ func (r *runner) run(cmd string) []string {
 			r.t.Fatal(err)
 		}
 		r.h.clock.Advance(d)
+		r.h.drain()
 		return []string{"ok"}
+	case "feature":
+		for k, v := range a.kv {
+			n, _ := strconv.Atoi(v)
+			r.h.setFeature(k, int16(n))
+		}
+		return []string{"ok"}
+	case "pruned":
+		r.h.drain()
+		r.h.plog.mu.Lock()
+		defer r.h.plog.mu.Unlock()
+		out := orEmpty(append([]string(nil), r.h.plog.pruned...))
+		r.h.plog.pruned = nil
+		return out
 	case "delete-topic":
 		r.h.deleteTopic(pos[0])
 		return []string{"ok"}
