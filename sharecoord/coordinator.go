@@ -356,6 +356,12 @@ func (c *Coordinator) runKeys(ctx context.Context, what string, ops []keyOp) []r
 				return nil
 			})
 			if err == nil {
+				for _, i := range idx {
+					if r := &out[i]; r.prefix && r.msg != nil {
+						msg := "Unable to " + what + ": " + *r.msg
+						r.msg, r.prefix = &msg, false
+					}
+				}
 				return
 			}
 			ke := asKerr(err)

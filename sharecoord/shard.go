@@ -217,8 +217,9 @@ func (s *shard) writeRecord(key, value []byte) error {
 // result is one partition's answer: an error code and message, and what
 // reads return.
 type result struct {
-	code int16
-	msg  *string
+	code   int16
+	msg    *string
+	prefix bool // the operation failed: "Unable to <what>: " goes before msg
 	// Read and ReadSummary.
 	state       snapshotValue
 	leaderEpoch int32
@@ -229,6 +230,15 @@ func errResult(err *kerr.Error, msg string) result {
 		msg = KafkaMessage(err)
 	}
 	return result{code: err.Code, msg: &msg}
+}
+
+// opFailed is the answer of a partition whose write failed: Kafka fails
+// the operation, and the service answers "Unable to <what>: <message>"
+// (runKeys adds the prefix).
+func opFailed(err error) result {
+	r := errResult(asKerr(err), "")
+	r.prefix = true
+	return r
 }
 
 // KafkaMessage is Errors.message() of Kafka 4.4 for err: kerr's
@@ -286,7 +296,7 @@ func (s *shard) writeState(k recordKey, leaderEpoch, stateEpoch int32, startOffs
 	}
 	key, value := s.stateRecord(k, e, e.state.leaderEpoch, startOffset, dcc, batches)
 	if err := s.writeRecord(key, value); err != nil {
-		return errResult(asKerr(err), "")
+		return opFailed(err)
 	}
 	return result{}
 }
@@ -347,7 +357,7 @@ func (s *shard) readState(k recordKey, leaderEpoch int32) result {
 		zap.String("topic_id", sharestate.UUIDString(k.topicID)), zap.Int32("partition", k.partition), zap.Int32("leader_epoch", leaderEpoch))
 	key, value := s.stateRecord(k, e, leaderEpoch, e.state.startOffset, e.state.deliveryCompleteCount, nil)
 	if err := s.writeRecord(key, value); err != nil {
-		return errResult(asKerr(err), "")
+		return opFailed(err)
 	}
 	return res
 }
@@ -384,7 +394,7 @@ func (s *shard) deleteState(k recordKey) result {
 		return result{}
 	}
 	if err := s.writeRecord(encodeKey(recordTypeSnapshot, k), nil); err != nil {
-		return errResult(asKerr(err), "")
+		return opFailed(err)
 	}
 	return result{}
 }
@@ -420,7 +430,7 @@ func (s *shard) initializeState(k recordKey, stateEpoch int32, startOffset int64
 	v := snapshotValue{snapshotEpoch: snapshotEpoch, stateEpoch: stateEpoch, startOffset: startOffset,
 		deliveryCompleteCount: dcc, createMs: now, writeMs: now}
 	if err := s.writeRecord(encodeKey(recordTypeSnapshot, k), encodeSnapshotValue(v)); err != nil {
-		return errResult(asKerr(err), "")
+		return opFailed(err)
 	}
 	return result{}
 }
