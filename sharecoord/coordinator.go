@@ -466,8 +466,6 @@ func (c *Coordinator) ReadState(ctx context.Context, req *kmsg.ReadShareGroupSta
 					sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.first, b.last, b.state, b.count
 					rp.StateBatches = append(rp.StateBatches, sb)
 				}
-			} else {
-				rp.StateEpoch, rp.StartOffset = 0, -1
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -503,8 +501,6 @@ func (c *Coordinator) ReadStateSummary(ctx context.Context, req *kmsg.ReadShareG
 			if r.code == 0 {
 				rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = r.state.stateEpoch, r.leaderEpoch, r.state.startOffset
 				rp.DeliveryCompleteCount = r.state.deliveryCompleteCount
-			} else {
-				rp.StartOffset = -1
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
