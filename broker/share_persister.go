@@ -138,6 +138,15 @@ func (p *sharePersister) coordinatorOf(img *metadatacache.Image, key string) (in
 // the context's error once it is done.
 func (p *sharePersister) route(ctx context.Context, group string, items []shareItem, send sendFunc) ([]outcome, error) {
 	out := make([]outcome, len(items))
+	if group == "" {
+		// DefaultStatePersister refuses the call (its validate); the
+		// coordinator would answer an empty response.
+		msg := "Group id must be specified and non-empty"
+		for i := range out {
+			out[i] = outcome{code: kerr.InvalidRequest.Code, msg: &msg}
+		}
+		return out, nil
+	}
 	pending := make([]int, len(items))
 	for i := range pending {
 		pending[i] = i

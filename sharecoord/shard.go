@@ -58,8 +58,11 @@ func (s *shard) Replay(r coordinator.Loaded) error {
 	if r.Marker != nil || r.Key == nil {
 		return nil
 	}
-	if err := s.replay(r.Offset, r.Key, r.Value); err != nil {
-		s.log.Warn("skipping a __share_group_state record", zap.Int64("offset", r.Offset), zap.Error(err))
+	switch err := s.replay(r.Offset, r.Key, r.Value); {
+	case errors.Is(err, errUnknownRecordType), errors.Is(err, errUnknownValueVersion):
+		s.log.Debug("skipping a __share_group_state record of an unknown type or version", zap.Int64("offset", r.Offset), zap.Error(err))
+	case err != nil:
+		s.log.Warn("skipping a corrupt __share_group_state record", zap.Int64("offset", r.Offset), zap.Error(err))
 	}
 	return nil
 }
