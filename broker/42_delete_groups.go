@@ -35,5 +35,5 @@ func handleDeleteGroups(ctx context.Context, b *Broker, req *protocol.Request) (
 		}
 		return protocol.Response{Msg: resp}, nil
 	}
-	return protocol.Response{Msg: b.groups.DeleteGroups(r)}, nil
+	return protocol.Response{Msg: b.groups.DeleteGroups(ctx, r)}, nil
 }

@@ -856,7 +856,7 @@ func (r *runner) deleteGroups(a args) {
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = a.pos
 	r.start("delete "+strings.Join(a.pos, ","), func() func() string {
-		resp := r.c.DeleteGroups(req)
+		resp := r.c.DeleteGroups(context.Background(), req)
 		return func() string {
 			var ps []string
 			for _, g := range resp.Groups {
