@@ -462,7 +462,9 @@ func (s *shard) shareTargetRecords(g *shareGroup, epoch int32, updated *shareMem
 	target := assignShare(members, assignable, g.target)
 	var recs []record
 	for _, id := range slices.Sorted(mapsKeys(target)) {
-		if old, ok := g.target[id]; !ok || !old.equal(target[id]) {
+		// A member without a target record has an empty target
+		// (TargetAssignmentBuilder compares with Assignment.EMPTY).
+		if old := g.target[id]; !old.equal(target[id]) {
 			recs = append(recs, shareTargetMemberRecord(g.id, id, target[id]))
 		}
 	}
