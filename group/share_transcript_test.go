@@ -4,13 +4,14 @@ package group
 // they run against. Member ids are made up by the client (KIP-1082), so a
 // member alias is its member id.
 //
-//	sg-heartbeat g member=A epoch=0 [topics=t,u] [rack=r]
+//	sg-heartbeat g member=A epoch=0|cur|n [topics=t,u] [rack=r]   (cur: the epoch of its last answer)
 //	sg-leave g member=A
 //	sg-describe g
 //	sg-offsets g [topics=t]            DescribeShareGroupOffsets (all initialized partitions without topics)
 //	sg-alter g t-0=5 ...               AlterShareGroupOffsets
 //	sg-delete-offsets g topics=t,u     DeleteShareGroupOffsets
 //	persister fail=ERROR|none [op=init|delete|summary]
+//	persister hold|release             InitializeState waits until released
 //	create-topic u parts=2             a topic in the metadata image
 //	add-partitions u parts=4
 //	share-left                         members the share partitions were told about
@@ -42,6 +43,7 @@ type fakePersister struct {
 	calls         []string
 	state         map[string]map[tp][2]int64 // group -> partition -> {state epoch, start offset}
 	deliveredDone int32
+	hold          chan struct{} // non-nil: InitializeState waits for it to close
 }
 
 var _ sharestate.Persister = (*fakePersister)(nil)
@@ -64,8 +66,18 @@ func (f *fakePersister) takeCalls() []string {
 	return c
 }
 
-func (f *fakePersister) InitializeState(_ context.Context, req *kmsg.InitializeShareGroupStateRequest) (*kmsg.InitializeShareGroupStateResponse, error) {
+func (f *fakePersister) InitializeState(ctx context.Context, req *kmsg.InitializeShareGroupStateRequest) (*kmsg.InitializeShareGroupStateResponse, error) {
 	var ps []string
+	f.mu.Lock()
+	hold := f.hold
+	f.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	fail := f.failInit
 	if f.state[req.GroupID] == nil {
@@ -185,6 +197,17 @@ func (r *runner) shareExec(cmd string, a args) bool {
 	case "sg-delete-offsets":
 		r.sgDeleteOffsets(a)
 	case "persister":
+		if a.has("hold") || a.has("release") {
+			r.persister.mu.Lock()
+			if a.has("hold") {
+				r.persister.hold = make(chan struct{})
+			} else if r.persister.hold != nil {
+				close(r.persister.hold)
+				r.persister.hold = nil
+			}
+			r.persister.mu.Unlock()
+			return true
+		}
 		var err error
 		if v := a.str("fail", "none"); v != "none" {
 			err = errArg(r.t, []string{v})
@@ -248,6 +271,9 @@ func (r *runner) sgHeartbeat(a args) {
 	r.bind(mid, mid)
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.Version = 1
+	if a.kv["epoch"] == "cur" { // the epoch of the member's last answer
+		a.kv["epoch"] = strconv.Itoa(int(r.sgEpoch[mid]))
+	}
 	req.GroupID, req.MemberID, req.MemberEpoch = g, mid, int32(a.int(r.t, "epoch", 0))
 	req.RackID = a.nstr("rack")
 	if req.MemberEpoch == 0 || a.kv["topics"] != "" {
@@ -262,6 +288,7 @@ func (r *runner) sgHeartbeat(a args) {
 				}
 				return errName(resp.ErrorCode)
 			}
+			r.sgEpoch[mid] = resp.MemberEpoch
 			s := fmt.Sprintf("OK epoch=%d interval=%d", resp.MemberEpoch, resp.HeartbeatIntervalMillis)
 			if resp.Assignment != nil {
 				var ps []string

@@ -194,6 +194,7 @@ type runner struct {
 	leftMu     sync.Mutex
 	left       []string // OnShareMemberLeft calls
 	shareNotes []string
+	sgEpoch    map[string]int32 // share member -> epoch of its last answer
 }
 
 // call is one request in flight; done receives the function that prints
@@ -210,7 +211,7 @@ var transcriptTP = coordinator.TopicPartition{Topic: OffsetsTopic, Partition: 0}
 
 func newRunner(t *testing.T) *runner {
 	r := &runner{t: t, clock: NewManualClock(time.Unix(1_700_000_000, 0)), log: coordinator.NewMemLog(true),
-		cache: metadatacache.NewCache(metadatacache.Config{}), alias: map[string]string{}, ids: map[string]string{}}
+		cache: metadatacache.NewCache(metadatacache.Config{}), alias: map[string]string{}, ids: map[string]string{}, sgEpoch: map[string]int32{}}
 	offsetsID := [16]byte{9}
 	recs := []metadatacache.Record{
 		&metadatacache.TopicRecord{Name: OffsetsTopic, TopicID: offsetsID},
