@@ -94,16 +94,35 @@ func balanceShare(ids []string, parts []tp, current map[string]partSet, out map[
 	nm, np := len(ids), len(parts)
 	sharing := (nm + np - 1) / np
 	slots := sharing * np
-	quota := make([]int, nm)
-	for i := range ids {
-		quota[i] = ceilDiv(slots*(i+1), nm) - ceilDiv(slots*i, nm)
-	}
-	count := map[tp]int{}
-	got := make([]int, nm)
 	inParts := make(map[tp]bool, np)
 	for _, x := range parts {
 		inParts[x] = true
 	}
+	// Quotas: slots/nm each, one more for slots%nm members: those that
+	// hold the most of these partitions already, so stickiness loses the
+	// least (Kafka's desiredAssignmentCount spreads the same counts).
+	held := make([]int, nm)
+	for i, id := range ids {
+		for x := range current[id] {
+			if inParts[x] {
+				held[i]++
+			}
+		}
+	}
+	order := make([]int, nm)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return held[order[a]] > held[order[b]] })
+	quota := make([]int, nm)
+	for rank, i := range order {
+		quota[i] = slots / nm
+		if rank < slots%nm {
+			quota[i]++
+		}
+	}
+	count := map[tp]int{}
+	got := make([]int, nm)
 	// Stickiness: keep previous partitions within the quotas.
 	for i, id := range ids {
 		prev := current[id]
@@ -148,5 +167,3 @@ func balanceShare(ids []string, parts []tp, current map[string]partSet, out map[
 		}
 	}
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
