@@ -32,6 +32,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/security/authorizer"
+	"github.com/kgo-broker/kgo-broker/sharestate"
 	"github.com/kgo-broker/kgo-broker/txn"
 )
 
@@ -51,6 +52,15 @@ type Broker struct {
 	groups   *group.Coordinator // group coordinator (group/); nil without the broker role
 	txn      *txn.Coordinator   // transaction coordinator (txn/); nil without the broker role
 	peers    *brokerClients     // requests to other brokers (interbroker.go); nil without the broker role
+
+	// Share groups (KIP-932, share_groups.go). sharePersister reaches the
+	// share coordinators (share_persister.go); nil until built, and then
+	// share groups get no assignment. shareMemberLeft is told, on a group
+	// coordinator loop, that a share group member left or was fenced (the
+	// share partitions release its records); it must not block; nil: no
+	// one to tell.
+	sharePersister  sharestate.Persister
+	shareMemberLeft func(groupID, memberID string)
 
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.

@@ -473,6 +473,7 @@ func (n *Node) start(ctx context.Context) error {
 	gc := group.FromBrokerConfig(cfg)
 	gc.Writer = coordinatorWriter{replicas: n.replicas}
 	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
+	n.broker.wireShareGroups(&gc) // share_groups.go; set sharePersister before this
 	n.broker.groups = group.New(gc)
 	n.cache.Subscribe(n.broker.groups.OnImage)
 	n.broker.groups.OnImage(nil, n.cache.Image())
