@@ -532,7 +532,9 @@ func (s *shard) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, c
 	if !equalMeta(meta, g.subMeta) {
 		bump = true
 	}
-	if !bump && s.initializedAssignmentPending(g) {
+	// Newly initialized partitions move the epoch, unless it is already
+	// ahead of the target (a target is pending anyway).
+	if !bump && g.assignmentEpoch >= g.epoch && s.initializedAssignmentPending(g) {
 		bump = true
 	}
 	if bump {
