@@ -7,14 +7,14 @@ package broker
 //   - Per group, per partition: the share-partition start offset and its
 //     leader epoch as the share coordinator holds them
 //     (ReadShareGroupStateSummary through the persister). Partitions
-//     without share state answer start offset -1. Topics null: every
+//     without share state, and topics the metadata does not know, answer
+//     start offset -1 without an error, as Kafka. Topics null: every
 //     partition with share state (kafka-share-groups.sh --describe).
 //   - GROUP_AUTHORIZATION_FAILED without DESCRIBE on the group; requested
 //     topics without DESCRIBE answer TOPIC_AUTHORIZATION_FAILED per
-//     partition, and are left out of an all-topics answer; unknown topics
-//     UNKNOWN_TOPIC_OR_PARTITION; GROUP_ID_NOT_FOUND for a classic or
-//     consumer group; INVALID_GROUP_ID, NOT_COORDINATOR,
-//     COORDINATOR_LOAD_IN_PROGRESS.
+//     partition, and are left out of an all-topics answer;
+//     INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+//     COORDINATOR_NOT_AVAILABLE (the share coordinator cannot be asked).
 //   - UNSUPPORTED_VERSION for every group, no topics, while share.version
 //     is 0 (share groups off).
 //

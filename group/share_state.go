@@ -382,12 +382,13 @@ func (c *Coordinator) deleteShareGroupState(ctx context.Context, gid string) err
 // DescribeShareGroupOffsets serves one group of DescribeShareGroupOffsets
 // v0-1 (GroupCoordinatorService.describeShareGroupOffsets and
 // describeShareGroupAllOffsets): each partition's start offset and leader
-// epoch from the share coordinator (ReadShareGroupStateSummary), for the
-// partitions whose state is initialized; others answer start offset -1.
-// Topics nil asks for every initialized partition. Unknown topics answer
-// UNKNOWN_TOPIC_OR_PARTITION. Lag (v1, KIP-1226) is the partition's
-// latest offset minus the start offset minus the records already
-// delivered past it, or -1 when unknown.
+// epoch as the share coordinator holds them (ReadShareGroupStateSummary).
+// Topics nil asks for every partition the group has share state for.
+// As Kafka, requested topics the metadata does not know, and partitions
+// the share coordinator has no state for (or fails to read), answer start
+// offset -1 and leader epoch 0 without an error. Lag (v1, KIP-1226) is
+// the partition's latest offset minus the start offset minus the records
+// already delivered past it, or -1 when any of them is unknown.
 func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, g kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
 	rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 	rg.GroupID = g.GroupID
@@ -396,25 +397,6 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, g kmsg.Desc
 		return rg
 	}
 	img := c.cfg.Image()
-	var initialized map[[16]byte]initTopic
-	if err := c.with(g.GroupID, func(s *shard) error {
-		if s.groups[g.GroupID] != nil || s.cgs[g.GroupID] != nil {
-			return errMsg(kerr.GroupIDNotFound, "Group %s is not a share group.", g.GroupID)
-		}
-		initialized = map[[16]byte]initTopic{}
-		if m := s.shareMeta[g.GroupID]; m != nil {
-			for id, t := range m.initialized {
-				initialized[id] = t.clone()
-			}
-		}
-		return nil
-	}); err != nil {
-		rg.ErrorCode = code(err)
-		if me, ok := err.(*msgError); ok {
-			rg.ErrorMessage = &me.msg
-		}
-		return rg
-	}
 	type want struct {
 		topic string
 		id    [16]byte
@@ -423,12 +405,23 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, g kmsg.Desc
 	}
 	var wants []want
 	if g.Topics == nil {
-		for _, id := range sortedIDs(initialized) {
-			ti := img.TopicByID(id)
-			if ti == nil {
-				continue
+		var initialized map[[16]byte]initTopic
+		if err := c.with(g.GroupID, func(s *shard) error {
+			initialized = map[[16]byte]initTopic{}
+			if m := s.shareMeta[g.GroupID]; m != nil {
+				for id, t := range m.initialized {
+					initialized[id] = t.clone()
+				}
 			}
-			wants = append(wants, want{topic: ti.Name, id: id, parts: initialized[id].sorted(), known: true})
+			return nil
+		}); err != nil {
+			rg.ErrorCode = code(err)
+			return rg
+		}
+		for _, id := range sortedIDs(initialized) {
+			if ti := img.TopicByID(id); ti != nil {
+				wants = append(wants, want{topic: ti.Name, id: id, parts: initialized[id].sorted(), known: true})
+			}
 		}
 	} else {
 		for _, t := range g.Topics {
@@ -439,42 +432,38 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, g kmsg.Desc
 			wants = append(wants, w)
 		}
 	}
+	rg.Topics = []kmsg.DescribeShareGroupOffsetsResponseGroupTopic{}
 	sreq := kmsg.NewPtrReadShareGroupStateSummaryRequest()
 	sreq.GroupID = g.GroupID
 	for _, w := range wants {
-		if !w.known {
+		if !w.known || len(w.parts) == 0 {
 			continue
 		}
 		rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
 		rt.TopicID = w.id
 		for _, p := range w.parts {
-			if _, ok := initialized[w.id].parts[p]; ok {
-				rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
-				rp.Partition, rp.LeaderEpoch = p, 0
-				rt.Partitions = append(rt.Partitions, rp)
-			}
+			rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		if len(rt.Partitions) > 0 {
-			sreq.Topics = append(sreq.Topics, rt)
-		}
+		sreq.Topics = append(sreq.Topics, rt)
 	}
 	summary := map[tp]kmsg.ReadShareGroupStateSummaryResponseTopicPartition{}
-	var callErr error
 	if len(sreq.Topics) > 0 {
 		if c.cfg.SharePersister == nil {
-			callErr = kerr.CoordinatorNotAvailable
-		} else {
-			pctx, cancel := context.WithTimeout(ctx, persisterTimeout)
-			resp, err := c.cfg.SharePersister.ReadStateSummary(pctx, sreq)
-			cancel()
-			if err != nil {
-				callErr = kerr.CoordinatorNotAvailable
-			} else {
-				for _, t := range resp.Topics {
-					for _, p := range t.Partitions {
-						summary[tp{t.TopicID, p.Partition}] = p
-					}
-				}
+			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return rg
+		}
+		pctx, cancel := context.WithTimeout(ctx, persisterTimeout)
+		resp, err := c.cfg.SharePersister.ReadStateSummary(pctx, sreq)
+		cancel()
+		if err != nil {
+			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return rg
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				summary[tp{t.TopicID, p.Partition}] = p
 			}
 		}
 	}
@@ -483,28 +472,10 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, g kmsg.Desc
 		rt.Topic, rt.TopicID = w.topic, w.id
 		for _, p := range w.parts {
 			rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, -1, -1
-			_, init := initialized[w.id].parts[p]
-			switch {
-			case !w.known:
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				rp.ErrorMessage = strp(kerr.UnknownTopicOrPartition.Description)
-			case !init:
-				// No state yet: nothing consumed, nothing to report.
-			case callErr != nil:
-				rp.ErrorCode = code(callErr)
-				rp.ErrorMessage = strp(kerr.CoordinatorNotAvailable.Description)
-			default:
-				sp, ok := summary[tp{w.id, p}]
-				switch {
-				case !ok:
-					rp.ErrorCode = kerr.UnknownServerError.Code
-				case sp.ErrorCode != 0:
-					rp.ErrorCode, rp.ErrorMessage = sp.ErrorCode, sp.ErrorMessage
-				default:
-					rp.StartOffset, rp.LeaderEpoch = sp.StartOffset, sp.LeaderEpoch
-					rp.Lag = c.shareLag(ctx, w.id, p, sp)
-				}
+			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, 0, -1
+			if sp, ok := summary[tp{w.id, p}]; ok && sp.ErrorCode == 0 {
+				rp.StartOffset, rp.LeaderEpoch = sp.StartOffset, sp.LeaderEpoch
+				rp.Lag = c.shareLag(ctx, w.id, p, sp)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -524,7 +495,7 @@ func (c *Coordinator) shareLag(ctx context.Context, id [16]byte, p int32, sp kms
 	if !ok {
 		return -1
 	}
-	return max(latest-sp.StartOffset-int64(sp.DeliveryCompleteCount), 0)
+	return latest - sp.StartOffset - int64(sp.DeliveryCompleteCount)
 }
 
 func strp(s string) *string { return &s }

@@ -227,6 +227,7 @@ func newRunner(t *testing.T) *runner {
 	r.persister = newFakePersister(r.topicName)
 	r.c = New(Config{NodeID: 1, Writer: r.log, Clock: r.clock, Image: r.cache.Image, OffsetsTopicPartitions: 1,
 		InitialRebalanceDelay: 3 * time.Second, SharePersister: r.persister, ShareMaxSize: 3,
+		LatestOffset: func(context.Context, [16]byte, int32) (int64, bool) { return 100, true },
 		OnShareMemberLeft: func(g, m string) {
 			r.leftMu.Lock()
 			r.left = append(r.left, g+"/"+m)
