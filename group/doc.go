@@ -165,7 +165,6 @@
 //     loop (group.share.assignor.offload.enable is not honoured), and the
 //     simple assignor sorts where Kafka iterates hash maps, so among
 //     equally balanced assignments it may pick another one.
-//
 //   - Classic-protocol members cannot join a non-empty KIP-848 group (no
 //     online migration, group.consumer.migration.policy): JoinGroup answers
 //     INCONSISTENT_GROUP_PROTOCOL. Empty groups are converted both ways.
