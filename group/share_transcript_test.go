@@ -15,6 +15,7 @@ package group
 //	create-topic u parts=2             a topic in the metadata image
 //	add-partitions u parts=4
 //	share-left                         members the share partitions were told about
+//	group-config g share.session.timeout.ms=10000 ...   GROUP resource configs
 
 import (
 	"context"
@@ -173,6 +174,13 @@ func (f *fakePersister) ReadStateSummary(_ context.Context, req *kmsg.ReadShareG
 	return resp, nil
 }
 
+// groupConfig is Config.GroupConfig: called on the coordinator's loop.
+func (r *runner) groupConfig(id string) map[string]string {
+	r.cfgMu.Lock()
+	defer r.cfgMu.Unlock()
+	return maps.Clone(r.groupCfgs[id])
+}
+
 // topicName names a topic id from the current image ("?" if unknown).
 func (r *runner) topicName(id [16]byte) string {
 	if ti := r.cache.Image().TopicByID(id); ti != nil {
@@ -224,6 +232,14 @@ func (r *runner) shareExec(cmd string, a args) bool {
 		r.persister.mu.Unlock()
 	case "create-topic", "add-partitions":
 		r.topicChange(cmd, a)
+	case "group-config":
+		// group-config g key=value ...: the GROUP resource's dynamic configs.
+		r.cfgMu.Lock()
+		if r.groupCfgs == nil {
+			r.groupCfgs = map[string]map[string]string{}
+		}
+		r.groupCfgs[a.pos[0]] = maps.Clone(a.kv)
+		r.cfgMu.Unlock()
 	case "share-left":
 		r.leftMu.Lock()
 		r.shareNotes = append(r.shareNotes, "share members left: "+orDash(strings.Join(r.left, ",")))
@@ -268,6 +284,9 @@ func (r *runner) topicChange(cmd string, a args) {
 
 func (r *runner) sgHeartbeat(a args) {
 	g, mid := a.pos[0], a.str("member", "")
+	if mid == `""` {
+		mid = ""
+	}
 	r.bind(mid, mid)
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.Version = 1
@@ -276,7 +295,10 @@ func (r *runner) sgHeartbeat(a args) {
 	}
 	req.GroupID, req.MemberID, req.MemberEpoch = g, mid, int32(a.int(r.t, "epoch", 0))
 	req.RackID = a.nstr("rack")
-	if req.MemberEpoch == 0 || a.kv["topics"] != "" {
+	switch v := a.kv["topics"]; {
+	case v == `""`:
+		req.SubscribedTopicNames = []string{}
+	case req.MemberEpoch == 0 || v != "":
 		req.SubscribedTopicNames = strings.Split(a.str("topics", "t"), ",")
 	}
 	r.start("sg-heartbeat "+g+" "+mid, func() func() string {

@@ -195,6 +195,8 @@ type runner struct {
 	left       []string // OnShareMemberLeft calls
 	shareNotes []string
 	sgEpoch    map[string]int32 // share member -> epoch of its last answer
+	cfgMu      sync.Mutex
+	groupCfgs  map[string]map[string]string // GROUP resource configs
 }
 
 // call is one request in flight; done receives the function that prints
@@ -228,6 +230,7 @@ func newRunner(t *testing.T) *runner {
 	r.c = New(Config{NodeID: 1, Writer: r.log, Clock: r.clock, Image: r.cache.Image, OffsetsTopicPartitions: 1,
 		InitialRebalanceDelay: 3 * time.Second, SharePersister: r.persister, ShareMaxSize: 3,
 		LatestOffset: func(context.Context, [16]byte, int32) (int64, bool) { return 100, true },
+		GroupConfig:  r.groupConfig,
 		OnShareMemberLeft: func(g, m string) {
 			r.leftMu.Lock()
 			r.left = append(r.left, g+"/"+m)
