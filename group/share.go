@@ -14,6 +14,7 @@ package group
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -300,10 +301,13 @@ func (s *shard) fenceShareMember(g *shareGroup, mid string) error {
 	if len(g.members) == 1 {
 		recs = append(recs, shareTargetMetadataRecord(g.id, epoch, g.assignmentTs))
 	}
-	s.cancel(shareSessionKey(g.id, mid))
 	if err := s.apply(recs); err != nil {
+		// Still a member: its session runs again, so a later expiry
+		// retries the removal.
+		s.scheduleShareSession(g.id, mid)
 		return err
 	}
+	s.cancel(shareSessionKey(g.id, mid))
 	g.subMeta = s.shareSubscriptionMetadata(g, nil)
 	s.shareMemberLeft(g.id, mid)
 	return nil
@@ -329,7 +333,7 @@ func (s *shard) shareGroupTombstones(g *shareGroup) []record {
 	for _, id := range ids {
 		recs = append(recs, shareMemberTombstones(g.id, id)...)
 	}
-	for _, id := range slices.Sorted(mapsKeys(g.target)) {
+	for _, id := range slices.Sorted(maps.Keys(g.target)) {
 		if g.members[id] == nil {
 			recs = append(recs, record{Key: memberKey(keyShareGroupTargetMember, g.id, id)})
 		}
@@ -342,16 +346,6 @@ func (s *shard) shareGroupTombstones(g *shareGroup) []record {
 		recs = append(recs, record{Key: groupKey(keyShareGroupStatePartition, g.id)})
 	}
 	return recs
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // ---- subscriptions and assignment ----
@@ -461,7 +455,7 @@ func (s *shard) shareTargetRecords(g *shareGroup, epoch int32, updated *shareMem
 	add(updated)
 	target := assignShare(members, assignable, g.target)
 	var recs []record
-	for _, id := range slices.Sorted(mapsKeys(target)) {
+	for _, id := range slices.Sorted(maps.Keys(target)) {
 		// A member without a target record has an empty target
 		// (TargetAssignmentBuilder compares with Assignment.EMPTY).
 		if old := g.target[id]; !old.equal(target[id]) {
@@ -657,7 +651,7 @@ func (s *shard) describeShareGroup(id string, rg *kmsg.ShareGroupDescribeRespons
 	}
 	img := s.c.cfg.Image()
 	rg.GroupState, rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor = g.stateString(), g.epoch, g.assignmentEpoch, "simple"
-	for _, mid := range slices.Sorted(mapsKeys(g.members)) {
+	for _, mid := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[mid]
 		rm := kmsg.NewShareGroupDescribeResponseGroupMember()
 		rm.MemberID, rm.RackID, rm.MemberEpoch, rm.ClientID, rm.ClientHost = m.id, m.rackID, m.epoch, m.clientID, m.clientHost
