@@ -12,7 +12,10 @@ import (
 
 // TestShareRecordBytes pins the encodings against Kafka's schemas
 // (ShareGroup*Key/Value.json, version 0): int16 record type + key fields,
-// int16 value version + flexible value.
+// int16 value version + flexible value. The expected bytes are what Kafka
+// 4.4's generated classes (kafka-group-coordinator-4.4.0.jar,
+// ApiMessage.write at version 0 after the version) produce for the same
+// values.
 func TestShareRecordBytes(t *testing.T) {
 	rack := "r"
 	m := &shareMember{id: "m", rackID: &rack, clientID: "c", clientHost: "h", topics: []string{"t"},
