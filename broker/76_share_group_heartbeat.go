@@ -12,7 +12,9 @@ package broker
 //     partitions whose share state the share coordinator holds are
 //     assignable: the heartbeat that finds subscribed partitions without
 //     it initializes them (InitializeShareGroupState through the
-//     persister) before answering. No revocation: a member takes its
+//     persister) before answering, and answers the persister's error if
+//     that fails (the member was recorded; its retry with epoch 0 or its
+//     previous epoch is accepted). No revocation: a member takes its
 //     target at once. The assignment is returned on joins and whenever it
 //     changed; targets are computed at most every
 //     group.share.assignment.interval.ms.

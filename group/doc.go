@@ -142,9 +142,10 @@
 // its request goroutine calls Persister.InitializeState (start offset -1,
 // which the share partition resolves with share.auto.offset.reset; 0 for
 // partitions added to a topic the group already has state for); the
-// answer is applied by another operation (initialized, or no longer
-// initializing so the next heartbeat retries; an unanswered one is retried
-// after group.share.initialize.retry.interval.ms). The next heartbeat
+// answer is applied by another operation (all initialized; or, when any
+// partition failed, none: they stop initializing, the heartbeat answers
+// the persister's error and the next one retries; an unanswered call is
+// retried after group.share.initialize.retry.interval.ms). The next heartbeat
 // sees initialized partitions the target lacks and moves the group epoch.
 // DeleteGroups, DeleteShareGroupOffsets and AlterShareGroupOffsets (empty
 // groups only) go the same way through DeleteState / InitializeState,

@@ -128,48 +128,57 @@ func (s *shard) shareInitRequest(gid string, groupEpoch int32, subs map[string]b
 }
 
 // runShareInit sends an initialization to the persister, off the loop,
-// and applies its answer on the loop. It returns the per-partition
-// errors (nil for the ones initialized).
-func (c *Coordinator) runShareInit(ctx context.Context, init *shareInit) map[tp]error {
-	errs := map[tp]error{}
-	for _, t := range init.req.Topics {
-		for _, p := range t.Partitions {
-			errs[tp{t.TopicID, p.Partition}] = kerr.CoordinatorNotAvailable
-		}
-	}
+// and applies its answer on the loop (GroupCoordinatorService.persisterInitialize
+// and handlePersisterInitializeResponse): when every partition succeeded
+// they become initialized; when any failed, none does (they stop
+// initializing, so the next heartbeat tries again) and the first error is
+// returned, which Kafka answers the heartbeat with.
+func (c *Coordinator) runShareInit(ctx context.Context, init *shareInit) error {
 	if c.cfg.SharePersister == nil {
 		// No share coordinator to hold the state: the partitions stay
-		// initializing and are retried after the interval.
-		return errs
+		// initializing (retried after the interval) and nothing is
+		// assignable.
+		return kerr.CoordinatorNotAvailable
 	}
 	pctx, cancel := context.WithTimeout(ctx, persisterTimeout)
 	resp, err := c.cfg.SharePersister.InitializeState(pctx, init.req)
 	cancel()
-	if err == nil {
+	var first error
+	if err != nil {
+		first = kerr.CoordinatorNotAvailable
+	} else {
+		answered := map[tp]bool{}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				x := tp{t.TopicID, p.Partition}
-				if _, ok := errs[x]; ok {
-					errs[x] = kerr.ErrorForCode(p.ErrorCode)
+				answered[tp{t.TopicID, p.Partition}] = true
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && first == nil {
+					first = e
+				}
+			}
+		}
+		for _, t := range init.req.Topics {
+			for _, p := range t.Partitions {
+				if !answered[tp{t.TopicID, p.Partition}] && first == nil {
+					first = kerr.UnknownServerError
 				}
 			}
 		}
 	}
-	ok, failed := map[[16]byte][]int32{}, map[[16]byte][]int32{}
-	for x, e := range errs {
-		if e == nil {
-			ok[x.id] = append(ok[x.id], x.p)
-		} else {
-			failed[x.id] = append(failed[x.id], x.p)
+	parts := map[[16]byte][]int32{}
+	for _, t := range init.req.Topics {
+		for _, p := range t.Partitions {
+			parts[t.TopicID] = append(parts[t.TopicID], p.Partition)
 		}
 	}
-	if len(failed) > 0 {
-		c.log.Info("initializing share group state failed", zap.String("group", init.group), zap.Int("partitions", len(errs)), zap.Error(err))
+	ok, failed := parts, map[[16]byte][]int32(nil)
+	if first != nil {
+		ok, failed = nil, parts
+		c.log.Info("initializing share group state failed", zap.String("group", init.group), zap.Error(first))
 	}
 	if werr := c.with(init.group, func(s *shard) error { return s.shareInitDone(init.group, init.names, ok, failed) }); werr != nil {
 		c.log.Info("recording share group state initialization failed", zap.String("group", init.group), zap.Error(werr))
 	}
-	return errs
+	return first
 }
 
 // shareInitDone is initializeShareGroupState and
@@ -595,18 +604,17 @@ func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.Alte
 	if init == nil {
 		return r
 	}
-	errs := c.runShareInit(ctx, init)
-	for i := range r.Topics {
-		rt := &r.Topics[i]
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			if rp.ErrorCode != 0 {
-				continue
-			}
-			if e := errs[tp{rt.TopicID, rp.Partition}]; e != nil {
-				rp.ErrorCode = code(e)
-				if ke, ok := e.(*kerr.Error); ok {
-					rp.ErrorMessage = &ke.Description
+	// A failed initialization fails every partition it carried
+	// (GroupCoordinatorService.buildErrorResponse).
+	if err := c.runShareInit(ctx, init); err != nil {
+		for i := range r.Topics {
+			rt := &r.Topics[i]
+			for j := range rt.Partitions {
+				if rp := &rt.Partitions[j]; rp.ErrorCode == 0 {
+					rp.ErrorCode = code(err)
+					if ke, ok := err.(*kerr.Error); ok {
+						rp.ErrorMessage = &ke.Description
+					}
 				}
 			}
 		}
@@ -754,7 +762,9 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 // heartbeat found partitions without share state it initializes them
 // through the persister before answering, as Kafka's
 // GroupCoordinatorService.persisterInitialize does; the event loop is
-// free meanwhile.
+// free meanwhile. A failed initialization answers the heartbeat with the
+// persister's error (the member's state was written: it retries with the
+// same epoch).
 func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ShareGroupHeartbeatResponse {
 	fail := func(err error) *kmsg.ShareGroupHeartbeatResponse {
 		r := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
@@ -776,8 +786,16 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 	}); err != nil {
 		return fail(err)
 	}
-	if init != nil {
-		c.runShareInit(ctx, init)
+	// Without a persister the answer stays as it is: the partitions wait
+	// initializing and nothing is assigned.
+	if init != nil && c.cfg.SharePersister != nil {
+		if err := c.runShareInit(ctx, init); err != nil {
+			r := fail(err)
+			if ke, ok := err.(*kerr.Error); ok {
+				r.ErrorMessage = &ke.Description
+			}
+			return r
+		}
 	}
 	resp.Version = req.Version
 	return resp
