@@ -12,6 +12,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/group"
@@ -48,23 +49,26 @@ func (b *Broker) wireShareGroups(gc *group.Config) {
 // latestOffset is a partition's latest offset (its high watermark, what
 // ListOffsets LATEST answers a read_uncommitted client), from the local
 // replica when this node leads it, else from its leader (Kafka's
-// PartitionMetadataClient.listLatestOffsets).
-func (b *Broker) latestOffset(ctx context.Context, topicID [16]byte, partition int32) (int64, bool) {
+// PartitionMetadataClient.listLatestOffsets). Errors are kerr errors.
+func (b *Broker) latestOffset(ctx context.Context, topicID [16]byte, partition int32) (int64, error) {
 	img := b.meta.Image()
 	ti := img.TopicByID(topicID)
-	if ti == nil {
-		return -1, false
+	if ti == nil || ti.Partition(partition) == nil {
+		return -1, kerr.UnknownTopicOrPartition
 	}
 	p := ti.Partition(partition)
-	if p == nil || p.Leader < 0 {
-		return -1, false
+	if p.Leader < 0 {
+		return -1, kerr.LeaderNotAvailable
 	}
 	if p.Leader == b.nodeID && b.replicas != nil {
 		hw, err := b.replicas.HighWatermarkOf(ti.Name, partition)
-		return hw, err == nil
+		if err != nil {
+			return -1, kerr.NotLeaderForPartition
+		}
+		return hw, nil
 	}
 	if b.peers == nil {
-		return -1, false
+		return -1, kerr.NotLeaderForPartition
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version, req.ReplicaID = 7, -1
@@ -76,12 +80,15 @@ func (b *Broker) latestOffset(ctx context.Context, topicID [16]byte, partition i
 	req.Topics = append(req.Topics, rt)
 	m, err := b.peers.Request(ctx, p.Leader, req)
 	if err != nil {
-		return -1, false
+		return -1, kerr.NetworkException
 	}
 	resp, ok := m.(*kmsg.ListOffsetsResponse)
 	if !ok || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return -1, false
+		return -1, kerr.UnknownServerError
 	}
 	got := resp.Topics[0].Partitions[0]
-	return got.Offset, got.ErrorCode == 0
+	if e := kerr.ErrorForCode(got.ErrorCode); e != nil {
+		return -1, e
+	}
+	return got.Offset, nil
 }

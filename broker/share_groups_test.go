@@ -119,6 +119,8 @@ func TestShareGroupAPIs(t *testing.T) {
 	gc := group.Config{NodeID: 1, Writer: coordinator.NewMemLog(true), Image: b.meta.Image, OffsetsTopicPartitions: 1,
 		ShareAssignmentInterval: -1}
 	b.wireShareGroups(&gc)
+	// This broker has no replica manager: partitions end at offset 10.
+	gc.LatestOffset = func(context.Context, [16]byte, int32) (int64, error) { return 10, nil }
 	b.groups = group.New(gc)
 	defer b.groups.Close()
 	b.groups.OnImage(nil, b.meta.Image())
@@ -171,7 +173,7 @@ func TestShareGroupAPIs(t *testing.T) {
 	oreq.Groups = append(oreq.Groups, og)
 	o := call[*kmsg.DescribeShareGroupOffsetsResponse](t, b, "PLAINTEXT", oreq, 1)
 	if len(o.Groups) != 1 || len(o.Groups[0].Topics) != 1 || len(o.Groups[0].Topics[0].Partitions) != 3 ||
-		o.Groups[0].Topics[0].Partitions[0].StartOffset != 5 {
+		o.Groups[0].Topics[0].Partitions[0].StartOffset != 5 || o.Groups[0].Topics[0].Partitions[0].Lag != 5 {
 		t.Fatalf("describe offsets: %+v", o.Groups)
 	}
 

@@ -75,8 +75,9 @@ type Config struct {
 	// share partitions release the records it acquired. It must not block.
 	OnShareMemberLeft func(groupID, memberID string)
 	// LatestOffset is a partition's latest offset, for the lag of
-	// DescribeShareGroupOffsets v1 (KIP-1226); nil or false: lag -1.
-	LatestOffset func(ctx context.Context, topicID [16]byte, partition int32) (int64, bool)
+	// DescribeShareGroupOffsets v1 (KIP-1226); nil: lag -1. An error (a
+	// kerr error) is answered for the partition.
+	LatestOffset func(ctx context.Context, topicID [16]byte, partition int32) (int64, error)
 }
 
 // FromBrokerConfig reads the coordinator settings of server.properties.

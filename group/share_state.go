@@ -484,7 +484,17 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, g kmsg.Desc
 			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, 0, -1
 			if sp, ok := summary[tp{w.id, p}]; ok && sp.ErrorCode == 0 {
 				rp.StartOffset, rp.LeaderEpoch = sp.StartOffset, sp.LeaderEpoch
-				rp.Lag = c.shareLag(ctx, w.id, p, sp)
+				lag, err := c.shareLag(ctx, w.id, p, sp)
+				if err != nil {
+					// The latest offset could not be read: Kafka answers
+					// the partition with that error only.
+					rp = kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code(err)
+					if ke, ok := err.(*kerr.Error); ok {
+						rp.ErrorMessage = &ke.Description
+					}
+				}
+				rp.Lag = lag
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -494,17 +504,18 @@ func (c *Coordinator) DescribeShareGroupOffsets(ctx context.Context, g kmsg.Desc
 }
 
 // shareLag is computeShareGroupLagAndBuildResponse for one partition:
-// latest offset - start offset - delivery complete count, when all are
-// known (-1 otherwise).
-func (c *Coordinator) shareLag(ctx context.Context, id [16]byte, p int32, sp kmsg.ReadShareGroupStateSummaryResponseTopicPartition) int64 {
+// latest offset - start offset - delivery complete count, -1 when the
+// start offset or the count is unknown (shouldComputeSharePartitionLag),
+// or the error reading the latest offset.
+func (c *Coordinator) shareLag(ctx context.Context, id [16]byte, p int32, sp kmsg.ReadShareGroupStateSummaryResponseTopicPartition) (int64, error) {
 	if sp.StartOffset == -1 || sp.DeliveryCompleteCount == -1 || c.cfg.LatestOffset == nil {
-		return -1
+		return -1, nil
 	}
-	latest, ok := c.cfg.LatestOffset(ctx, id, p)
-	if !ok {
-		return -1
+	latest, err := c.cfg.LatestOffset(ctx, id, p)
+	if err != nil {
+		return -1, err
 	}
-	return latest - sp.StartOffset - int64(sp.DeliveryCompleteCount)
+	return latest - sp.StartOffset - int64(sp.DeliveryCompleteCount), nil
 }
 
 func strp(s string) *string { return &s }

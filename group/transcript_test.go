@@ -229,8 +229,13 @@ func newRunner(t *testing.T) *runner {
 	r.persister = newFakePersister(r.topicName)
 	r.c = New(Config{NodeID: 1, Writer: r.log, Clock: r.clock, Image: r.cache.Image, OffsetsTopicPartitions: 1,
 		InitialRebalanceDelay: 3 * time.Second, SharePersister: r.persister, ShareMaxSize: 3,
-		LatestOffset: func(context.Context, [16]byte, int32) (int64, bool) { return 100, true },
-		GroupConfig:  r.groupConfig,
+		LatestOffset: func(_ context.Context, _ [16]byte, p int32) (int64, error) {
+			if p == 2 {
+				return -1, kerr.NotLeaderForPartition
+			}
+			return 100, nil
+		},
+		GroupConfig: r.groupConfig,
 		OnShareMemberLeft: func(g, m string) {
 			r.leftMu.Lock()
 			r.left = append(r.left, g+"/"+m)
