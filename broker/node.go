@@ -469,11 +469,25 @@ func (n *Node) start(ctx context.Context) error {
 	// coordinators through the peers (txn_verifier.go).
 	n.replicas.SetTxnSettings(txnSettingsFrom(ctx, cfg, n.broker.peers, n.cache.Image, n.logger.Named("txn-verifier")))
 
+	// The share coordinator follows the __share_group_state leaders after
+	// the replica manager (sharecoord/doc.go); the persister reaches it,
+	// here or on other nodes, through the peers (share_persister.go). Both
+	// come before the group coordinator, which initializes share state
+	// through the persister.
+	sc := sharecoord.FromBrokerConfig(cfg)
+	sc.Writer = coordinatorWriter{replicas: n.replicas} // as the group coordinator: both are Kafka's CoordinatorPartitionWriter
+	sc.Logger, sc.Image, sc.Controller = n.logger.Named("sharecoord"), n.cache.Image, requestorFunc(n.channel.Request)
+	n.broker.shareCoord = sharecoord.New(sc)
+	n.cache.Subscribe(n.broker.shareCoord.OnImage)
+	n.broker.shareCoord.OnImage(nil, n.cache.Image())
+	n.broker.sharePersister = newSharePersister(n.broker, n.logger.Named("share-persister"))
+
 	// The group coordinator follows the __consumer_offsets leaders after
 	// the replica manager (group/doc.go).
 	gc := group.FromBrokerConfig(cfg)
 	gc.Writer = coordinatorWriter{replicas: n.replicas}
 	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
+	n.broker.wireShareGroups(&gc) // share_groups.go: needs sharePersister
 	n.broker.groups = group.New(gc)
 	n.cache.Subscribe(n.broker.groups.OnImage)
 	n.broker.groups.OnImage(nil, n.cache.Image())
@@ -487,17 +501,6 @@ func (n *Node) start(ctx context.Context) error {
 	n.broker.txn = txn.New(tc)
 	n.cache.Subscribe(n.broker.txn.OnImage)
 	n.broker.txn.OnImage(nil, n.cache.Image())
-
-	// The share coordinator follows the __share_group_state leaders after
-	// the replica manager (sharecoord/doc.go); the persister reaches it,
-	// here or on other nodes, through the peers (share_persister.go).
-	sc := sharecoord.FromBrokerConfig(cfg)
-	sc.Writer = coordinatorWriter{replicas: n.replicas} // as the group coordinator: both are Kafka's CoordinatorPartitionWriter
-	sc.Logger, sc.Image, sc.Controller = n.logger.Named("sharecoord"), n.cache.Image, requestorFunc(n.channel.Request)
-	n.broker.shareCoord = sharecoord.New(sc)
-	n.cache.Subscribe(n.broker.shareCoord.OnImage)
-	n.broker.shareCoord.OnImage(nil, n.cache.Image())
-	n.broker.sharePersister = newSharePersister(n.broker, n.logger.Named("share-persister"))
 
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
