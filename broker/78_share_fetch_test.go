@@ -13,11 +13,10 @@ import (
 
 // ShareFetch and ShareAcknowledge through a real node: share sessions,
 // acquisition, piggybacked and standalone acknowledgements, redelivery,
-// a fetch parked until a produce, and closing the session.
+// a fetch parked until a produce, closing the session and the connection,
+// with the share coordinator of the node as the persister.
 func TestShareFetchAcknowledge(t *testing.T) {
-	shareVersionForced.Store(true)
-	defer shareVersionForced.Store(false)
-	n := startNode(t, "", nil)
+	n := startNode(t, "", nil) // share.version 1 is finalized at bootstrap
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := n.client(t)
@@ -36,6 +35,29 @@ func TestShareFetchAcknowledge(t *testing.T) {
 	}
 	produce(10)
 	g, m := "sg", "member-1"
+	// The group coordinator initializes a share partition's state when it
+	// first assigns it (not exercised here); the share coordinator refuses
+	// to read an uninitialized one, as Kafka's.
+	init := kmsg.NewPtrInitializeShareGroupStateRequest()
+	init.GroupID = g
+	it := kmsg.NewInitializeShareGroupStateRequestTopic()
+	it.TopicID = ct.ID
+	ip := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+	ip.StartOffset = -1
+	it.Partitions = append(it.Partitions, ip)
+	init.Topics = append(init.Topics, it)
+	for {
+		ir, err := n.broker.sharePersister.InitializeState(ctx, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := ir.Topics[0].Partitions[0].ErrorCode; code == 0 {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("initializing the share state: %v", kerr.ErrorForCode(code))
+		}
+		time.Sleep(50 * time.Millisecond) // the share coordinator is loading
+	}
 	fetch := func(epoch int32, wait int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
 		t.Helper()
 		req := kmsg.NewPtrShareFetchRequest()
@@ -202,11 +224,5 @@ func TestShareFetchAcknowledge(t *testing.T) {
 			t.Fatalf("after the connection closed: %v", got)
 		}
 		m = m + "x" // a fresh member: an empty first answer is the release still in flight
-	}
-
-	// Without share.version the APIs are off.
-	shareVersionForced.Store(false)
-	if r := fetch(0, 0); r.ErrorCode != kerr.UnsupportedVersion.Code {
-		t.Fatalf("without share.version: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }

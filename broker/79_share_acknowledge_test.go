@@ -27,12 +27,19 @@ func (notLedLog) OffsetForTimestamp(string, int32, int64) (int64, bool, error) {
 // check the group and member ids, and answer a partition not led here with
 // its leader.
 func TestShareAuthorizationAndErrors(t *testing.T) {
-	shareVersionForced.Store(true)
-	defer shareVersionForced.Store(false)
 	b := authzTestBroker(t, allowACL(resGroup, "g", "User:alice", opRead), allowACL(resTopic, "t", "User:alice", opRead),
 		allowACL(resGroup, "g", "User:bob", opRead))
 	b.shares = share.NewManager(share.Config{Log: notLedLog{}})
 	tid := [16]byte{7}
+	// share.version is 0 in this image: the APIs are off
+	if r := callAs[*kmsg.ShareFetchResponse](t, b, "alice", kmsg.NewPtrShareFetchRequest(), 1); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("without share.version: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := callAs[*kmsg.ShareAcknowledgeResponse](t, b, "alice", kmsg.NewPtrShareAcknowledgeRequest(), 1); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("ack without share.version: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	shareVersionForced.Store(true)
+	defer shareVersionForced.Store(false)
 	sf := func(group *string, member string, epoch int32, topics ...[16]byte) *kmsg.ShareFetchRequest {
 		r := kmsg.NewPtrShareFetchRequest()
 		r.GroupID, r.MemberID, r.ShareSessionEpoch = group, kmsg.StringPtr(member), epoch

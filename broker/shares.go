@@ -108,20 +108,18 @@ func (b *Broker) sharesOnImage(_, img *metadatacache.Image) {
 // this package; the lead's end-to-end tests finalize the feature).
 var shareVersionForced atomic.Bool
 
-// sharesEnabled is KafkaApis.isShareGroupProtocolEnabled: share.version
-// >= 1 finalized, and the share partition manager running.
+// sharesEnabled is shareGroupsEnabled (share.version >= 1 finalized,
+// share_feature.go) with the share partition manager running.
 func (b *Broker) sharesEnabled() bool {
-	if b.shares == nil {
-		return false
-	}
-	if shareVersionForced.Load() {
-		return true
-	}
-	if b.meta == nil {
-		return false
-	}
-	v, ok := b.meta.Image().Feature("share.version")
-	return ok && v >= 1
+	return b.shares != nil && (shareVersionForced.Load() || b.shareGroupsEnabled())
+}
+
+// sharesMemberLeft is the group coordinator's share member-left hook: the
+// member's records on this node are released and its share session closed.
+// It is called on a group coordinator loop and must not block, so the
+// release (a persister write) runs on its own goroutine.
+func (b *Broker) sharesMemberLeft(groupID, memberID string) {
+	go b.shares.OnMemberLeft(groupID, memberID)
 }
 
 // shareLeader is the current leader of a partition, for the CurrentLeader
