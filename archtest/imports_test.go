@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"txn":                   {"coordinator", "metadatacache", "config"},
 	"sharestate":            {},
 	"sharecoord":            {"coordinator", "metadatacache", "config", "sharestate"},
+	"share":                 {"storage", "sharestate"},
 }
 
 // everywhere may be imported by every room: the ranked mutexes of

@@ -32,6 +32,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/security/authorizer"
+	"github.com/kgo-broker/kgo-broker/share"
 	"github.com/kgo-broker/kgo-broker/sharecoord"
 	"github.com/kgo-broker/kgo-broker/sharestate"
 	"github.com/kgo-broker/kgo-broker/txn"
@@ -64,6 +65,12 @@ type Broker struct {
 	shareCoord      *sharecoord.Coordinator
 	sharePersister  sharestate.Persister
 	shareMemberLeft func(groupID, memberID string)
+	// shares are the share partitions of the partitions this node leads
+	// (KIP-932, shares.go); nil without the broker role.
+	shares *share.Manager
+	// shareGroupConfig returns a share group's configs; nil reads the
+	// image's GROUP config resources.
+	shareGroupConfig func(groupID string) map[string]string
 
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.

@@ -481,6 +481,14 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.broker.shareCoord.OnImage)
 	n.broker.shareCoord.OnImage(nil, n.cache.Image())
 	n.broker.sharePersister = newSharePersister(n.broker, n.logger.Named("share-persister"))
+	// Share partitions (KIP-932) on the partitions this node leads, after
+	// the replica manager and the persister, before the group coordinator
+	// that tells them of members leaving; dropped when their leadership
+	// moves (shares.go).
+	n.broker.shares = newShareManager(cfg, n.broker, now)
+	n.broker.shareMemberLeft = n.broker.sharesMemberLeft
+	n.cache.Subscribe(n.broker.sharesOnImage)
+	go n.broker.runShares(ctx)
 
 	// The group coordinator follows the __consumer_offsets leaders after
 	// the replica manager (group/doc.go).
