@@ -54,6 +54,42 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5 s)
 	ConsumerMaxSize           int           // group.consumer.max.size
 	ConsumerAssignors         []string      // group.consumer.assignors (uniform, range)
+
+	// GroupConfig returns a group's dynamic GROUP configs (KIP-848 group
+	// configs), overrides clamped to the broker's bounds: a group's
+	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms
+	// replace ConsumerSessionTimeout and ConsumerHeartbeatInterval for its
+	// members, read on each heartbeat as GroupMetadataManager reads
+	// GroupConfigManager (consumerGroupSessionTimeoutMs(groupId)). Nil: no
+	// group has overrides.
+	GroupConfig func(groupID string) config.GroupConfig
+}
+
+// consumerSessionTimeout is a consumer group's session timeout: its
+// consumer.session.timeout.ms override, else the broker's.
+func (c *Config) consumerSessionTimeout(groupID string) time.Duration {
+	return c.groupOverrideMs(groupID, "consumer.session.timeout.ms", c.ConsumerSessionTimeout)
+}
+
+// consumerHeartbeatInterval is a consumer group's heartbeat interval: its
+// consumer.heartbeat.interval.ms override, else the broker's.
+func (c *Config) consumerHeartbeatInterval(groupID string) time.Duration {
+	return c.groupOverrideMs(groupID, "consumer.heartbeat.interval.ms", c.ConsumerHeartbeatInterval)
+}
+
+func (c *Config) groupOverrideMs(groupID, key string, def time.Duration) time.Duration {
+	if c.GroupConfig == nil {
+		return def
+	}
+	v, ok := c.GroupConfig(groupID).Override(key)
+	if !ok {
+		return def
+	}
+	ms, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || ms <= 0 {
+		return def
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // FromBrokerConfig reads the coordinator settings of server.properties.
