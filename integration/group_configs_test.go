@@ -1,0 +1,127 @@
+//go:build integration
+
+package integration
+
+// Group configs (ConfigResource type GROUP; KIP-848's consumer.* keys,
+// KIP-932's share.* keys): kafka-configs.sh --entity-type groups alters,
+// describes and deletes them with Kafka 4.4's answers and refusals (an
+// unknown key, a value outside the broker's group.* bounds, a bad
+// share.auto.offset.reset), ListConfigResources lists the group, and a
+// KIP-848 consumer group's heartbeat interval follows its
+// consumer.heartbeat.interval.ms.
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestGroupConfigs(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	b := StartBroker(t, BrokerOptions{})
+	configs := func(args ...string) ToolResult {
+		return KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-configs.sh",
+			append([]string{"--bootstrap-server", b.Addr, "--entity-type", "groups"}, args...)...)
+	}
+	ok := func(what string, r ToolResult, want string) {
+		t.Helper()
+		if r.ExitCode != 0 || r.Stdout != want {
+			t.Errorf("%s: want exit 0 and stdout %q:\n%s", what, want, r)
+		}
+	}
+	fails := func(what string, r ToolResult, want ...string) {
+		t.Helper()
+		if r.ExitCode != 1 {
+			t.Errorf("%s: want exit 1:\n%s", what, r)
+			return
+		}
+		for _, w := range want {
+			if !strings.Contains(r.Stdout+r.Stderr, w) {
+				t.Errorf("%s: want %q in the output:\n%s", what, w, r)
+			}
+		}
+	}
+
+	// kafka-configs.sh looks the group up in ListGroups and
+	// ListConfigResources first.
+	ok("describe before", configs("--describe", "--entity-name", "g1"), "The group 'g1' doesn't exist and doesn't have dynamic config.\n")
+	ok("alter", configs("--alter", "--entity-name", "g1", "--add-config",
+		"share.auto.offset.reset=earliest,share.delivery.count.limit=3,consumer.heartbeat.interval.ms=6000"),
+		"Completed updating config for group g1.\n")
+	ok("describe", configs("--describe", "--entity-name", "g1"), "Dynamic configs for group g1 are:\n"+
+		"  consumer.heartbeat.interval.ms=6000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000, DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}\n"+
+		"  share.auto.offset.reset=earliest sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest, DEFAULT_CONFIG:share.auto.offset.reset=latest}\n"+
+		"  share.delivery.count.limit=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=3, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n")
+	all := configs("--describe", "--entity-name", "g1", "--all")
+	for _, want := range []string{
+		"All configs for group g1 are:\n",
+		"  share.delivery.count.limit=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=3, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n",
+		"  share.isolation.level=read_uncommitted sensitive=false synonyms={DEFAULT_CONFIG:share.isolation.level=read_uncommitted}\n",
+		"  share.record.lock.duration.ms=30000 sensitive=false synonyms={DEFAULT_CONFIG:group.share.record.lock.duration.ms=30000}\n",
+		"  streams.assignor.name=sticky sensitive=false synonyms={DEFAULT_CONFIG:group.streams.assignors=sticky}\n",
+		"  consumer.session.timeout.ms=45000 sensitive=false synonyms={DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}\n",
+	} {
+		if !strings.Contains(all.Stdout, want) {
+			t.Errorf("describe --all: want %q:\n%s", want, all)
+		}
+	}
+	if n := len(lines(all.Stdout)); all.ExitCode != 0 || n != 22 {
+		t.Errorf("describe --all: %d lines, want the header and 21 keys:\n%s", n, all)
+	}
+
+	// Refusals leave the group's configs as they are.
+	fails("unknown key", configs("--alter", "--entity-name", "g1", "--add-config", "foo=1"),
+		"Caused by: org.apache.kafka.common.errors.InvalidConfigurationException: Unknown group config name: foo")
+	fails("above the broker's maximum", configs("--alter", "--entity-name", "g1", "--add-config", "share.delivery.count.limit=11"),
+		"Caused by: org.apache.kafka.common.errors.InvalidConfigurationException: share.delivery.count.limit must be in the range 2 to 10 inclusive.")
+	fails("below the broker's minimum", configs("--alter", "--entity-name", "g1", "--add-config", "consumer.session.timeout.ms=44000"),
+		"Caused by: org.apache.kafka.common.errors.InvalidConfigurationException: consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.")
+	fails("bad reset", configs("--alter", "--entity-name", "g1", "--add-config", "share.auto.offset.reset=EARLIEST"),
+		"Caused by: org.apache.kafka.common.errors.InvalidConfigurationException: Invalid value EARLIEST for configuration share.auto.offset.reset")
+	fails("no name", configs("--alter", "--entity-name", "", "--add-config", "share.delivery.count.limit=3"))
+	ok("by_duration", configs("--alter", "--entity-name", "g2", "--add-config", "share.auto.offset.reset=by_duration:PT1H"),
+		"Completed updating config for group g2.\n")
+
+	// ListConfigResources lists both groups.
+	req := kmsg.NewPtrListConfigResourcesRequest()
+	req.ResourceTypes = []int8{32}
+	resp := rawRequest(t, b, b.Port, req, 1).(*kmsg.ListConfigResourcesResponse)
+	var names []string
+	for _, r := range resp.ConfigResources {
+		names = append(names, r.Name)
+	}
+	slices.Sort(names)
+	if resp.ErrorCode != 0 || !slices.Equal(names, []string{"g1", "g2"}) {
+		t.Errorf("ListConfigResources: error %d, %v", resp.ErrorCode, names)
+	}
+
+	// A KIP-848 member of g1 is told the group's heartbeat interval.
+	var hb *kmsg.ConsumerGroupHeartbeatResponse
+	waitFor(t, 60*time.Second, "a ConsumerGroupHeartbeat answer", func() error {
+		fc := kmsg.NewPtrFindCoordinatorRequest() // creates __consumer_offsets
+		fc.CoordinatorKeys = []string{"g1"}
+		rawRequest(t, b, b.Port, fc, 4)
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = "g1", "m1-0123456789abcdef", 0, 30000
+		r.SubscribedTopicNames, r.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		hb = rawRequest(t, b, b.Port, r, 1).(*kmsg.ConsumerGroupHeartbeatResponse)
+		return kerr.ErrorForCode(hb.ErrorCode)
+	})
+	if hb.HeartbeatIntervalMillis != 6000 {
+		t.Errorf("heartbeat interval %d, want g1's 6000", hb.HeartbeatIntervalMillis)
+	}
+
+	ok("delete", configs("--alter", "--entity-name", "g1", "--delete-config", "share.auto.offset.reset,consumer.heartbeat.interval.ms"),
+		"Completed updating config for group g1.\n")
+	ok("describe after delete", configs("--describe", "--entity-name", "g1"), "Dynamic configs for group g1 are:\n"+
+		"  share.delivery.count.limit=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=3, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n")
+	ok("describe every group", configs("--describe"), "Dynamic configs for group g1 are:\n"+
+		"  share.delivery.count.limit=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=3, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n"+
+		"Dynamic configs for group g2 are:\n"+
+		"  share.auto.offset.reset=by_duration:PT1H sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=by_duration:PT1H, DEFAULT_CONFIG:share.auto.offset.reset=latest}\n")
+}
