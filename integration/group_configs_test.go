@@ -11,7 +11,9 @@ package integration
 // consumer.heartbeat.interval.ms.
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +89,14 @@ func TestGroupConfigs(t *testing.T) {
 	ok("by_duration", configs("--alter", "--entity-name", "g2", "--add-config", "share.auto.offset.reset=by_duration:PT1H"),
 		"Completed updating config for group g2.\n")
 
+	// DescribeConfigs itself: sources, types, flags, documentation, the
+	// error message, an internal key listed once set.
+	ok("internal key", configs("--alter", "--entity-name", "g2", "--add-config", "streams.num.warmup.replicas=3"),
+		"Completed updating config for group g2.\n")
+	if got := describeGroupRaw(t, b, "g2", "", "x"); got != groupDescribeGolden {
+		t.Errorf("DescribeConfigs:\n got  %s\n want %s", got, groupDescribeGolden)
+	}
+
 	// ListConfigResources lists both groups.
 	req := kmsg.NewPtrListConfigResourcesRequest()
 	req.ResourceTypes = []int8{32}
@@ -123,5 +133,75 @@ func TestGroupConfigs(t *testing.T) {
 	ok("describe every group", configs("--describe"), "Dynamic configs for group g1 are:\n"+
 		"  share.delivery.count.limit=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=3, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n"+
 		"Dynamic configs for group g2 are:\n"+
-		"  share.auto.offset.reset=by_duration:PT1H sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=by_duration:PT1H, DEFAULT_CONFIG:share.auto.offset.reset=latest}\n")
+		"  share.auto.offset.reset=by_duration:PT1H sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=by_duration:PT1H, DEFAULT_CONFIG:share.auto.offset.reset=latest}\n"+
+		"  streams.num.warmup.replicas=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:streams.num.warmup.replicas=3, DEFAULT_CONFIG:group.streams.num.warmup.replicas=2}\n")
+}
+
+// groupDescribeGolden is Kafka 4.4.0's DescribeConfigs v4 answer (with
+// synonyms and documentation) for g2, "" and a group without configs,
+// summarized by describeGroupRaw.
+const groupDescribeGolden = `[g2 err=0 msg="" n=22] consumer.assignment.interval.ms="1000" src=5 s=false ro=false type=3 doc=true syn={5:group.consumer.assignment.interval.ms="1000"};` +
+	` consumer.heartbeat.interval.ms="5000" src=5 s=false ro=false type=3 doc=true syn={5:group.consumer.heartbeat.interval.ms="5000"};` +
+	` consumer.session.timeout.ms="45000" src=5 s=false ro=false type=3 doc=true syn={5:group.consumer.session.timeout.ms="45000"};` +
+	` errors.deadletterqueue.copy.record.enable="false" src=5 s=false ro=false type=1 doc=true syn={5:errors.deadletterqueue.copy.record.enable="false"};` +
+	` errors.deadletterqueue.topic.name="" src=5 s=false ro=false type=2 doc=true syn={5:errors.deadletterqueue.topic.name=""};` +
+	` share.assignment.interval.ms="1000" src=5 s=false ro=false type=3 doc=true syn={5:group.share.assignment.interval.ms="1000"};` +
+	` share.auto.offset.reset="by_duration:PT1H" src=8 s=false ro=false type=2 doc=true syn={8:share.auto.offset.reset="by_duration:PT1H",5:share.auto.offset.reset="latest"};` +
+	` share.delivery.count.limit="5" src=5 s=false ro=false type=3 doc=true syn={5:group.share.delivery.count.limit="5"};` +
+	` share.heartbeat.interval.ms="5000" src=5 s=false ro=false type=3 doc=true syn={5:group.share.heartbeat.interval.ms="5000"};` +
+	` share.isolation.level="read_uncommitted" src=5 s=false ro=false type=2 doc=true syn={5:share.isolation.level="read_uncommitted"};` +
+	` share.partition.max.record.locks="2000" src=5 s=false ro=false type=3 doc=true syn={5:group.share.partition.max.record.locks="2000"};` +
+	` share.record.lock.duration.ms="30000" src=5 s=false ro=false type=3 doc=true syn={5:group.share.record.lock.duration.ms="30000"};` +
+	` share.renew.acknowledge.enable="true" src=5 s=false ro=false type=1 doc=true syn={5:share.renew.acknowledge.enable="true"};` +
+	` share.session.timeout.ms="45000" src=5 s=false ro=false type=3 doc=true syn={5:group.share.session.timeout.ms="45000"};` +
+	` streams.assignment.interval.ms="1000" src=5 s=false ro=false type=3 doc=true syn={5:group.streams.assignment.interval.ms="1000"};` +
+	` streams.assignor.name="sticky" src=5 s=false ro=false type=2 doc=true syn={5:group.streams.assignors="sticky"};` +
+	` streams.heartbeat.interval.ms="5000" src=5 s=false ro=false type=3 doc=true syn={5:group.streams.heartbeat.interval.ms="5000"};` +
+	` streams.initial.rebalance.delay.ms="3000" src=5 s=false ro=false type=3 doc=true syn={5:group.streams.initial.rebalance.delay.ms="3000"};` +
+	` streams.num.standby.replicas="0" src=5 s=false ro=false type=3 doc=true syn={5:group.streams.num.standby.replicas="0"};` +
+	` streams.num.warmup.replicas="3" src=8 s=false ro=false type=3 doc=true syn={8:streams.num.warmup.replicas="3",5:group.streams.num.warmup.replicas="2"};` +
+	` streams.rack.aware.assignment.tags="" src=5 s=false ro=false type=7 doc=true syn={5:group.streams.rack.aware.assignment.tags=""};` +
+	` streams.session.timeout.ms="45000" src=5 s=false ro=false type=3 doc=true syn={5:group.streams.session.timeout.ms="45000"};` +
+	`[ err=42 msg="Group name must not be empty" n=0][x err=0 msg="" n=1] share.delivery.count.limit="5" src=5 s=false ro=false type=3 doc=true syn={5:group.share.delivery.count.limit="5"};`
+
+// describeGroupRaw summarizes a DescribeConfigs v4 answer for the groups:
+// per resource its error, then per key its value, source, flags, type,
+// whether it has documentation, and its synonyms.
+func describeGroupRaw(t *testing.T, b *Broker, groups ...string) string {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms, req.IncludeDocumentation = true, true
+	for _, g := range groups {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+		if g == "x" {
+			r.ConfigNames = []string{"share.delivery.count.limit", "streams.num.warmup.replicas"}
+		}
+		req.Resources = append(req.Resources, r)
+	}
+	resp := rawRequest(t, b, b.Port, req, 4).(*kmsg.DescribeConfigsResponse)
+	str := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return strconv.Quote(*p)
+	}
+	var sb strings.Builder
+	for _, r := range resp.Resources {
+		fmt.Fprintf(&sb, "[%s err=%d msg=%s n=%d]", r.ResourceName, r.ErrorCode, str(r.ErrorMessage), len(r.Configs))
+		cs := slices.Clone(r.Configs)
+		slices.SortFunc(cs, func(a, b kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(a.Name, b.Name) })
+		for _, c := range cs {
+			fmt.Fprintf(&sb, " %s=%s src=%d s=%v ro=%v type=%d doc=%v syn={", c.Name, str(c.Value), c.Source, c.IsSensitive, c.ReadOnly,
+				c.ConfigType, c.Documentation != nil && *c.Documentation != "")
+			for i, y := range c.ConfigSynonyms {
+				if i > 0 {
+					sb.WriteString(",")
+				}
+				fmt.Fprintf(&sb, "%d:%s=%s", y.Source, y.Name, str(y.Value))
+			}
+			sb.WriteString("};")
+		}
+	}
+	return sb.String()
 }
