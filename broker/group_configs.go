@@ -19,8 +19,8 @@ package broker
 //     HashMap's order (kafka-configs.sh sorts them anyway).
 //   - Value: GroupConfig.fromProps(extractGroupConfigMap, overrides): the
 //     group's override as parsed and converted back to a string (not
-//     clamped to the broker's bounds), else the broker's value of the
-//     key's broker synonym (group.share.delivery.count.limit for
+//     clamped to the broker's bounds), else the broker's current value
+//     (dynamic, cluster default, static) of the key's broker synonym (group.share.delivery.count.limit for
 //     share.delivery.count.limit; the first of group.streams.assignors
 //     for streams.assignor.name), else GroupConfig's default.
 //   - Synonyms: the override as GROUP_CONFIG (8), then for a key with a
@@ -49,9 +49,11 @@ func (b *Broker) GroupConfigs(groupID string) map[string]string {
 }
 
 // GroupConfig returns a group's effective settings: its overrides clamped
-// to this broker's group.* bounds, else this broker's group.* values.
+// to this broker's group.* bounds, else this broker's current group.*
+// values (dynamic ones included).
 func (b *Broker) GroupConfig(groupID string) config.GroupConfig {
-	return b.cfg.ResolveGroupConfig(b.GroupConfigs(groupID))
+	img := b.meta.Image()
+	return b.cfg.ResolveGroupConfigWith(img.GroupConfigs(groupID), img.BrokerConfig(b.nodeID), img.DefaultBrokerConfig())
 }
 
 // groupConfigEntries describes a group (ConfigHelper's GROUP case).
@@ -71,7 +73,7 @@ func (b *Broker) groupConfigEntries(img *metadatacache.Image, groupID string, o 
 		c.ConfigType = kmsg.ConfigType(k.Type.DescribeConfigsType())
 		if k.Internal {
 			c.Value = strPtr(override) // an original, not a parsed value
-		} else if v, ok := b.cfg.GroupDescribeValue(k, overrides); ok {
+		} else if v, ok := b.cfg.GroupDescribeValue(k, overrides, perBroker, clusterDefaults); ok {
 			c.Value = strPtr(v)
 		}
 		var synonyms []config.ConfigSynonym

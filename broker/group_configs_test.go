@@ -33,6 +33,13 @@ func setGroupConfig(t *testing.T, b *Broker, group string, kv ...string) {
 func TestDescribeGroupConfigs(t *testing.T) {
 	b := apiTestBroker(t)
 	setGroupConfig(t, b, "g", "share.auto.offset.reset", "earliest", "share.delivery.count.limit", " 3 ", "streams.num.warmup.replicas", "4")
+	// A dynamic broker config of a group key's synonym is its current value.
+	bcr := metadatacache.NewConfigRecord()
+	bcr.ResourceType, bcr.ResourceName, bcr.Name, bcr.Value = metadatacache.ConfigResourceBroker, "1", "group.consumer.assignment.interval.ms", strPtr("2000")
+	off := b.meta.Image().Offset + 1
+	if err := b.meta.Apply(metadatacache.Batch{BaseOffset: off, LastOffset: off, Epoch: 1, Records: []metadatacache.Record{bcr}}); err != nil {
+		t.Fatal(err)
+	}
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	req.IncludeSynonyms, req.IncludeDocumentation = true, true
 	for _, name := range []string{"g", "other", ""} {
@@ -80,6 +87,7 @@ func TestDescribeGroupConfigs(t *testing.T) {
 		"streams.rack.aware.assignment.tags": " src=5 type=7 {5:group.streams.rack.aware.assignment.tags=}",
 		"errors.deadletterqueue.topic.name":  " src=5 type=2 {5:errors.deadletterqueue.topic.name=}",
 		"share.renew.acknowledge.enable":     "true src=5 type=1 {5:share.renew.acknowledge.enable=true}",
+		"consumer.assignment.interval.ms":    "2000 src=2 type=3 {2:group.consumer.assignment.interval.ms=2000, 5:group.consumer.assignment.interval.ms=1000}",
 	} {
 		if g[name] != want {
 			t.Errorf("g %s:\n got  %s\n want %s", name, g[name], want)
@@ -111,6 +119,9 @@ func TestDescribeGroupConfigs(t *testing.T) {
 		t.Fatalf("GroupConfigs %v", o)
 	}
 	gc := b.GroupConfig("g")
+	if gc.ConsumerAssignmentInterval() != 2*time.Second {
+		t.Errorf("assignment interval %v, want the dynamic broker config's 2s", gc.ConsumerAssignmentInterval())
+	}
 	if gc.ShareDeliveryCountLimit() != 3 || gc.ShareAutoOffsetReset().Raw != "earliest" || gc.ShareRecordLockDuration() != 30*time.Second {
 		t.Fatalf("GroupConfig %+v", gc)
 	}

@@ -475,7 +475,7 @@ func (n *Node) start(ctx context.Context) error {
 	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
 	// KIP-848 group configs: a group's consumer.* overrides (GROUP config
 	// resources in the metadata image) over the broker's group.consumer.*.
-	gc.GroupConfig = func(id string) config.GroupConfig { return cfg.ResolveGroupConfig(n.cache.Image().GroupConfigs(id)) }
+	gc.GroupConfig = n.broker.GroupConfig
 	n.broker.groups = group.New(gc)
 	n.cache.Subscribe(n.broker.groups.OnImage)
 	n.broker.groups.OnImage(nil, n.cache.Image())

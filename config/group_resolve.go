@@ -18,7 +18,8 @@ import (
 // Kafka's defaults. Build it with (*Config).ResolveGroupConfig.
 type GroupConfig struct {
 	broker    *Config
-	overrides map[string]any // parsed and clamped
+	dynamic   []map[string]string // this broker's dynamic configs, then the cluster defaults
+	overrides map[string]any      // parsed and clamped
 }
 
 // ResolveGroupConfig resolves a group's effective settings from its
@@ -26,7 +27,16 @@ type GroupConfig struct {
 // GroupConfigs lookup). An override that no longer parses (stored by
 // another version) is ignored, never a panic.
 func (c *Config) ResolveGroupConfig(overrides map[string]string) GroupConfig {
-	g := GroupConfig{broker: c, overrides: make(map[string]any, len(overrides))}
+	return c.ResolveGroupConfigWith(overrides, nil, nil)
+}
+
+// ResolveGroupConfigWith is ResolveGroupConfig over the broker's current
+// config: a broker synonym's value is this broker's dynamic one
+// (perBroker), else the cluster-wide dynamic default, else the static one,
+// as KafkaConfig's current values are (group.*.assignment.interval.ms and
+// the *.assignor.offload.enable keys are dynamic broker configs).
+func (c *Config) ResolveGroupConfigWith(overrides, perBroker, clusterDefault map[string]string) GroupConfig {
+	g := GroupConfig{broker: c, dynamic: []map[string]string{perBroker, clusterDefault}, overrides: make(map[string]any, len(overrides))}
 	for name, raw := range overrides {
 		k, ok := LookupGroupKey(name)
 		if !ok {
@@ -85,7 +95,7 @@ func (g GroupConfig) value(name string) (any, bool) {
 		return nil, false
 	}
 	if g.broker != nil && k.BrokerSynonym != "" {
-		if v, ok := g.broker.brokerGroupValue(k); ok {
+		if v, ok := g.broker.brokerGroupValue(k, g.dynamic...); ok {
 			return v, true
 		}
 	}
@@ -99,15 +109,25 @@ func (g GroupConfig) value(name string) (any, bool) {
 // brokerGroupValue is the broker's value of a group key's synonym in the
 // group key's type (KafkaConfig.extractGroupConfigMap and the readers'
 // fallbacks; streams.assignor.name is the first of group.streams.assignors).
-func (c *Config) brokerGroupValue(k GroupKey) (any, bool) {
-	if k.Name == "streams.assignor.name" {
-		if l := c.List(k.BrokerSynonym); len(l) > 0 {
-			return l[0], true
+func (c *Config) brokerGroupValue(k GroupKey, dynamic ...map[string]string) (any, bool) {
+	raw, ok := "", false
+	for _, m := range dynamic {
+		if raw, ok = m[k.BrokerSynonym]; ok {
+			break
 		}
+	}
+	if !ok {
+		raw, ok = c.Value(k.BrokerSynonym)
+	}
+	if !ok {
 		return nil, false
 	}
-	raw, ok := c.Value(k.BrokerSynonym)
-	if !ok {
+	if k.Name == "streams.assignor.name" {
+		if l, err := parseType(k.BrokerSynonym, raw, TypeList); err == nil {
+			if l := l.([]string); len(l) > 0 {
+				return l[0], true
+			}
+		}
 		return nil, false
 	}
 	v, err := parseType(k.Name, raw, k.Type)
@@ -291,8 +311,9 @@ func (g GroupConfig) ErrorsDLQCopyRecordEnable() bool {
 // (ConfigHelper: GroupConfig.fromProps(extractGroupConfigMap, overrides),
 // not clamped): the override converted back to a string, else the broker's
 // value for a key with a broker synonym that is not internal, else the
-// GroupConfig default. false: null.
-func (c *Config) GroupDescribeValue(k GroupKey, overrides map[string]string) (string, bool) {
+// GroupConfig default; the broker's value is its current one as in
+// ResolveGroupConfigWith. false: null.
+func (c *Config) GroupDescribeValue(k GroupKey, overrides, perBroker, clusterDefault map[string]string) (string, bool) {
 	if raw, ok := overrides[k.Name]; ok {
 		if v, err := k.Parse(raw); err == nil {
 			return groupValueString(v), true
@@ -300,7 +321,7 @@ func (c *Config) GroupDescribeValue(k GroupKey, overrides map[string]string) (st
 		return raw, true
 	}
 	if c != nil && k.BrokerSynonym != "" && !k.Internal {
-		if v, ok := c.brokerGroupValue(k); ok {
+		if v, ok := c.brokerGroupValue(k, perBroker, clusterDefault); ok {
 			return groupValueString(v), true
 		}
 	}
