@@ -97,6 +97,21 @@ func TestGroupConfigs(t *testing.T) {
 		t.Errorf("DescribeConfigs:\n got  %s\n want %s", got, groupDescribeGolden)
 	}
 
+	// A dynamic broker config of a key's broker synonym: the group's value
+	// and synonyms follow it.
+	brokers := KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-configs.sh", "--bootstrap-server", b.Addr,
+		"--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "group.consumer.assignment.interval.ms=2000")
+	if brokers.ExitCode != 0 {
+		t.Errorf("cluster default group.consumer.assignment.interval.ms:\n%s", brokers)
+	}
+	want := "  consumer.assignment.interval.ms=2000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:group.consumer.assignment.interval.ms=2000, DEFAULT_CONFIG:group.consumer.assignment.interval.ms=1000}\n"
+	waitFor(t, 30*time.Second, "the cluster default in the group's describe", func() error {
+		if r := configs("--describe", "--entity-name", "g1", "--all"); !strings.Contains(r.Stdout, want) {
+			return fmt.Errorf("want %q:\n%s", want, r)
+		}
+		return nil
+	})
+
 	// ListConfigResources lists both groups.
 	req := kmsg.NewPtrListConfigResourcesRequest()
 	req.ResourceTypes = []int8{32}
