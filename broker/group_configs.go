@@ -14,9 +14,11 @@ package broker
 //   - The keys are GroupConfig's (config.GroupKeys), its internal ones
 //     (the *.assignor.offload.enable keys, streams.task.offset.interval.ms,
 //     streams.num.warmup.replicas, streams.acceptable.recovery.lag) only
-//     when the group sets them (AbstractConfig.nonInternalValues plus the
-//     originals). kgo-broker lists them sorted by name; Kafka in its
-//     HashMap's order (kafka-configs.sh sorts them anyway).
+//     when the group sets them (ConfigHelperUtils.createResponseConfig:
+//     AbstractConfig.nonInternalValues, then the other originals), in
+//     Kafka's order: the non-internal keys in their java.util.HashMap's
+//     order, then the internal overrides in the originals' HashMap order
+//     (config.JavaHashOrder; kafka-configs.sh sorts them anyway).
 //   - Value: GroupConfig.fromProps(extractGroupConfigMap, overrides): the
 //     group's override as parsed and converted back to a string (not
 //     clamped to the broker's bounds), else the broker's current value
@@ -32,7 +34,6 @@ package broker
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -60,12 +61,11 @@ func (b *Broker) GroupConfig(groupID string) config.GroupConfig {
 func (b *Broker) groupConfigEntries(img *metadatacache.Image, groupID string, o describeOpts) []kmsg.DescribeConfigsResponseResourceConfig {
 	overrides := img.GroupConfigs(groupID)
 	perBroker, clusterDefaults := img.BrokerConfig(b.nodeID), img.DefaultBrokerConfig()
-	keys := config.GroupKeys()
-	slices.SortFunc(keys, func(x, y config.GroupKey) int { return strings.Compare(x.Name, y.Name) })
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, k := range keys {
+	for _, name := range groupDescribeOrder(overrides) {
+		k, _ := config.LookupGroupKey(name)
 		override, overridden := overrides[k.Name]
-		if k.Internal && !overridden || !o.want(k.Name) {
+		if !o.want(k.Name) {
 			continue
 		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
@@ -96,6 +96,44 @@ func (b *Broker) groupConfigEntries(img *metadatacache.Image, groupID string, o 
 			c.Documentation = strPtr(k.Doc)
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// groupDescribeOrder is the order of ConfigHelper's GROUP entries: the
+// GroupConfig's nonInternalValues (a HashMap filled from its parsed values,
+// a HashMap of every key), then the internal keys among its originals (a
+// HashMap copied from the Properties of KafkaConfig.extractGroupConfigMap
+// and the overrides). Checked against Kafka 4.4.0's GroupConfig.
+func groupDescribeOrder(overrides map[string]string) []string {
+	var all, originals []string
+	for _, k := range config.GroupKeys() {
+		all = append(all, k.Name)
+		if k.BrokerSynonym != "" && !k.Internal {
+			originals = append(originals, k.Name) // extractGroupConfigMap
+		}
+	}
+	var nonInternal []string
+	for _, n := range config.JavaHashOrder(all, false) {
+		if k, _ := config.LookupGroupKey(n); !k.Internal {
+			nonInternal = append(nonInternal, n)
+		}
+	}
+	out := config.JavaHashOrder(nonInternal, false)
+	var set []string
+	for n := range overrides {
+		if k, ok := config.LookupGroupKey(n); ok && k.Internal {
+			set = append(set, n)
+		}
+	}
+	if len(set) == 0 {
+		return out
+	}
+	slices.Sort(set)
+	for _, n := range config.JavaHashOrder(config.JavaHashOrder(append(originals, set...), true), false) {
+		if k, _ := config.LookupGroupKey(n); k.Internal {
+			out = append(out, n)
+		}
 	}
 	return out
 }

@@ -129,3 +129,28 @@ func TestDescribeGroupConfigs(t *testing.T) {
 		t.Fatal("other group")
 	}
 }
+
+// TestGroupDescribeOrder: the entries come in the order Kafka 4.4.0's
+// GroupConfig gives them (nonInternalValues().keySet(), then the internal
+// keys of originals().keySet(), printed by the 4.4.0 jar).
+func TestGroupDescribeOrder(t *testing.T) {
+	want := "consumer.session.timeout.ms,streams.assignor.name,consumer.assignment.interval.ms,errors.deadletterqueue.copy.record.enable," +
+		"share.auto.offset.reset,streams.rack.aware.assignment.tags,share.renew.acknowledge.enable,streams.initial.rebalance.delay.ms," +
+		"share.session.timeout.ms,streams.assignment.interval.ms,share.heartbeat.interval.ms,streams.heartbeat.interval.ms," +
+		"share.delivery.count.limit,errors.deadletterqueue.topic.name,consumer.heartbeat.interval.ms,share.record.lock.duration.ms," +
+		"share.assignment.interval.ms,share.isolation.level,streams.session.timeout.ms,share.partition.max.record.locks,streams.num.standby.replicas"
+	if got := strings.Join(groupDescribeOrder(nil), ","); got != want {
+		t.Fatalf("order\n got  %s\n want %s", got, want)
+	}
+	// originals().keySet() of extractGroupConfigMap plus these overrides:
+	// streams.assignor.name,consumer.session.timeout.ms,...,share.assignor.offload.enable,...,
+	// streams.num.warmup.replicas,...,consumer.assignor.offload.enable,...,streams.acceptable.recovery.lag,
+	// ...,streams.assignor.offload.enable,...,streams.task.offset.interval.ms,...
+	internal := map[string]string{"streams.num.warmup.replicas": "1", "consumer.assignor.offload.enable": "true", "streams.acceptable.recovery.lag": "1",
+		"share.assignor.offload.enable": "true", "streams.task.offset.interval.ms": "100000", "streams.assignor.offload.enable": "true"}
+	wantInternal := want + ",share.assignor.offload.enable,streams.num.warmup.replicas,consumer.assignor.offload.enable," +
+		"streams.acceptable.recovery.lag,streams.assignor.offload.enable,streams.task.offset.interval.ms"
+	if got := strings.Join(groupDescribeOrder(internal), ","); got != wantInternal {
+		t.Fatalf("order with internal overrides\n got  %s\n want %s", got, wantInternal)
+	}
+}
