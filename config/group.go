@@ -161,8 +161,8 @@ var rackTagsSplit = regexp.MustCompile(`\s*,\s*`)
 // GroupCoordinatorConfig, ShareGroupConfig): configs are a GROUP
 // resource's configs after the change (ConfigurationControlManager passes
 // them all, the existing ones included). Checks, in Kafka's order: unknown
-// names ("Unknown group config name: x"; Kafka reports the first of a
-// HashMap, kgo-broker the first in sorted order), duplicate
+// names ("Unknown group config name: x", the first in java.util.HashMap
+// order), duplicate
 // streams.rack.aware.assignment.tags, ConfigDef.parse (types and the
 // keys' own validators, "Invalid value ..."), then each set key against the
 // broker's min/max group.* configs ("x must be in the range A to B
@@ -175,7 +175,8 @@ func (c *Config) ValidateGroupConfigs(configs map[string]string) error {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	for _, n := range names {
+	// validateNames reports the first unknown key of its HashMap.
+	for _, n := range JavaHashOrder(names, false) {
 		if _, ok := groupIndex[n]; !ok {
 			return groupErr("Unknown group config name: %s", n)
 		}

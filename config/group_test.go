@@ -29,6 +29,10 @@ func TestValidateGroupConfigsKafkaMessages(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"foo": "1"}, "Unknown group config name: foo"},
+		{map[string]string{"zzz": "1", "aaa": "1", "foo": "1", "bar": "1", "share.delivery.count.limit": "3"}, "Unknown group config name: aaa"},
+		{map[string]string{"x.y": "1", "b": "1", "a": "1"}, "Unknown group config name: a"},
+		{map[string]string{"foo": "1", "unknown.key": "1"}, "Unknown group config name: unknown.key"},
+		{map[string]string{"apple": "1", "zebra": "1"}, "Unknown group config name: zebra"},
 		{map[string]string{"share.auto.offset.reset": "bogus"}, "Invalid value bogus for configuration share.auto.offset.reset: Invalid value `bogus` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
 		{map[string]string{"share.auto.offset.reset": "EARLIEST"}, "Invalid value EARLIEST for configuration share.auto.offset.reset: Invalid value `EARLIEST` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
 		{map[string]string{"share.auto.offset.reset": "by_duration:PT1H"}, ""},
