@@ -15,10 +15,11 @@ package broker
 //     (the *.assignor.offload.enable keys, streams.task.offset.interval.ms,
 //     streams.num.warmup.replicas, streams.acceptable.recovery.lag) only
 //     when the group sets them (ConfigHelperUtils.createResponseConfig:
-//     AbstractConfig.nonInternalValues, then the other originals), in
-//     Kafka's order: the non-internal keys in their java.util.HashMap's
-//     order, then the internal overrides in the originals' HashMap order
-//     (config.JavaHashOrder; kafka-configs.sh sorts them anyway).
+//     the originals that are not among AbstractConfig.nonInternalValues,
+//     then those), in Kafka's order: the internal overrides in the
+//     originals' java.util.HashMap order, then the non-internal keys in
+//     their HashMap's order (config.JavaHashOrder; checked against Kafka
+//     4.4 on the wire; kafka-configs.sh sorts them anyway).
 //   - Value: GroupConfig.fromProps(extractGroupConfigMap, overrides): the
 //     group's override as parsed and converted back to a string (not
 //     clamped to the broker's bounds), else the broker's current value
@@ -101,10 +102,11 @@ func (b *Broker) groupConfigEntries(img *metadatacache.Image, groupID string, o 
 }
 
 // groupDescribeOrder is the order of ConfigHelper's GROUP entries: the
-// GroupConfig's nonInternalValues (a HashMap filled from its parsed values,
-// a HashMap of every key), then the internal keys among its originals (a
-// HashMap copied from the Properties of KafkaConfig.extractGroupConfigMap
-// and the overrides). Checked against Kafka 4.4.0's GroupConfig.
+// internal keys among the GroupConfig's originals (a HashMap copied from
+// the Properties of KafkaConfig.extractGroupConfigMap and the overrides),
+// then its nonInternalValues (a HashMap filled from its parsed values, a
+// HashMap of every key). Checked against Kafka 4.4.0's GroupConfig and its
+// DescribeConfigs answer.
 func groupDescribeOrder(overrides map[string]string) []string {
 	var all, originals []string
 	for _, k := range config.GroupKeys() {
@@ -120,7 +122,7 @@ func groupDescribeOrder(overrides map[string]string) []string {
 		}
 	}
 	out := config.JavaHashOrder(nonInternal, false)
-	var set []string
+	var set, first []string
 	for n := range overrides {
 		if k, ok := config.LookupGroupKey(n); ok && k.Internal {
 			set = append(set, n)
@@ -132,8 +134,8 @@ func groupDescribeOrder(overrides map[string]string) []string {
 	slices.Sort(set)
 	for _, n := range config.JavaHashOrder(config.JavaHashOrder(append(originals, set...), true), false) {
 		if k, _ := config.LookupGroupKey(n); k.Internal {
-			out = append(out, n)
+			first = append(first, n)
 		}
 	}
-	return out
+	return append(first, out...)
 }

@@ -96,6 +96,23 @@ func TestGroupConfigs(t *testing.T) {
 	if got := describeGroupRaw(t, b, "g2", "", "x"); got != groupDescribeGolden {
 		t.Errorf("DescribeConfigs:\n got  %s\n want %s", got, groupDescribeGolden)
 	}
+	// In Kafka's order (GroupConfig's HashMaps), the internal key first.
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g2"
+	dreq.Resources = append(dreq.Resources, dr)
+	var order []string
+	for _, c := range rawRequest(t, b, b.Port, dreq, 4).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+		order = append(order, c.Name)
+	}
+	if got, want := strings.Join(order, ","), "streams.num.warmup.replicas,consumer.session.timeout.ms,streams.assignor.name,consumer.assignment.interval.ms,"+
+		"errors.deadletterqueue.copy.record.enable,share.auto.offset.reset,streams.rack.aware.assignment.tags,share.renew.acknowledge.enable,"+
+		"streams.initial.rebalance.delay.ms,share.session.timeout.ms,streams.assignment.interval.ms,share.heartbeat.interval.ms,"+
+		"streams.heartbeat.interval.ms,share.delivery.count.limit,errors.deadletterqueue.topic.name,consumer.heartbeat.interval.ms,"+
+		"share.record.lock.duration.ms,share.assignment.interval.ms,share.isolation.level,streams.session.timeout.ms,"+
+		"share.partition.max.record.locks,streams.num.standby.replicas"; got != want {
+		t.Errorf("DescribeConfigs order:\n got  %s\n want %s", got, want)
+	}
 
 	// A dynamic broker config of a key's broker synonym: the group's value
 	// and synonyms follow it.
