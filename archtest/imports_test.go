@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"group":                 {"coordinator", "metadatacache", "config"},
 	"txn":                   {"coordinator", "metadatacache", "config"},
 	"sharestate":            {},
+	"sharecoord":            {"coordinator", "metadatacache", "config", "sharestate"},
 }
 
 // everywhere may be imported by every room: the ranked mutexes of

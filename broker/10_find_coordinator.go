@@ -17,7 +17,15 @@ package broker
 //     .segment.bytes, cleanup.policy=compact, compression.type=uncompressed,
 //     unclean.leader.election.enable=false); COORDINATOR_NOT_AVAILABLE
 //     until it has a leader.
-//   - Key type 2 (share) and unknown types: INVALID_REQUEST.
+//   - Key type 2 (share, share_coordinator.go): v6+ only (INVALID_REQUEST
+//     before), CLUSTER_ACTION on the cluster (it is an inter-broker
+//     lookup), the key "groupId:topicId:partition" parsed as
+//     SharePartitionKey.getInstance does (INVALID_REQUEST "Share coordinator
+//     key is invalid" otherwise); the leader of its __share_group_state
+//     partition (created through the controller on first use with
+//     share.coordinator.state.topic.*, cleanup.policy=delete,
+//     retention.ms=-1), COORDINATOR_NOT_AVAILABLE until it has one.
+//   - Unknown types: INVALID_REQUEST.
 //   - Loading is not visible here: group APIs answer
 //     COORDINATOR_LOAD_IN_PROGRESS until the partition is replayed.
 //
@@ -47,6 +55,13 @@ func handleFindCoordinator(ctx context.Context, b *Broker, req *protocol.Request
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key, c.NodeID, c.Port = key, -1, -1
+		if r.CoordinatorType == 2 {
+			if err := b.findShareCoordinator(req, key, &c); err != nil {
+				c.ErrorCode, c.ErrorMessage = err.code, &err.msg
+			}
+			resp.Coordinators = append(resp.Coordinators, c)
+			continue
+		}
 		if err := b.findCoordinator(r.CoordinatorType, key, req.Listener, &c); err != nil {
 			c.ErrorCode = err.(*kerr.Error).Code
 			msg := err.(*kerr.Error).Description

@@ -1,13 +1,21 @@
 package broker
 
-// DeleteShareGroupState: v0 (client listeners; sent by share-partition leaders to the
-// share coordinator)
+// DeleteShareGroupState: v0 (client listeners; inter-broker)
 //
-// Behavior (ShareCoordinatorService with share groups off): no share
-// coordinator runs, so every partition answers NOT_COORDINATOR "Unable to
-// delete share group state: This is not the correct coordinator.", as Kafka's broker
-// does when share.version is 0. Nothing sends it to a kgo-broker cluster
-// (see 76_share_group_heartbeat.go).
+// Sent by the group coordinator when a share group's offsets are deleted.
+//
+// Behavior (KafkaApis.handleDeleteShareGroupStateRequest,
+// ShareCoordinatorService.deleteState):
+//   - CLUSTER_ACTION on the cluster, or every partition answers
+//     CLUSTER_AUTHORIZATION_FAILED.
+//   - The share coordinator (sharecoord.Coordinator.DeleteState) answers each
+//     partition from the shard of its __share_group_state partition:
+//     NOT_COORDINATOR
+//     "Unable to delete share group state: ..." where this node does not lead
+//     it, COORDINATOR_LOAD_IN_PROGRESS while it loads, the shard's own
+//     checks otherwise (sharecoord/doc.go).
+//   - No group id, no topics, or a topic without partitions: an empty
+//     response.
 
 import (
 	"context"
@@ -22,17 +30,28 @@ func init() { regKey(86, 0, 0, onBroker, handleDeleteShareGroupState) }
 
 func handleDeleteShareGroupState(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.DeleteShareGroupStateRequest)
+	switch {
+	case !b.shareStateAuthorized(req):
+		return protocol.Response{Msg: deleteShareGroupStateError(r, kerr.ClusterAuthorizationFailed)}, nil
+	case b.shareCoord == nil:
+		return protocol.Response{Msg: deleteShareGroupStateError(r, kerr.NotCoordinator)}, nil
+	}
+	return protocol.Response{Msg: b.shareCoord.DeleteState(ctx, r)}, nil
+}
+
+// deleteShareGroupStateError answers every partition of r with err.
+func deleteShareGroupStateError(r *kmsg.DeleteShareGroupStateRequest, err *kerr.Error) *kmsg.DeleteShareGroupStateResponse {
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
+	code, msg := shareStateErr(err, "delete share group state")
 	for _, t := range r.Topics {
 		rt := kmsg.NewDeleteShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.NotCoordinator.Code
-			rp.ErrorMessage = strPtr("Unable to delete share group state: This is not the correct coordinator.")
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, msg
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return protocol.Response{Msg: resp}, nil
+	return resp
 }

@@ -32,6 +32,8 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/security/authorizer"
+	"github.com/kgo-broker/kgo-broker/sharecoord"
+	"github.com/kgo-broker/kgo-broker/sharestate"
 	"github.com/kgo-broker/kgo-broker/txn"
 )
 
@@ -51,6 +53,12 @@ type Broker struct {
 	groups   *group.Coordinator // group coordinator (group/); nil without the broker role
 	txn      *txn.Coordinator   // transaction coordinator (txn/); nil without the broker role
 	peers    *brokerClients     // requests to other brokers (interbroker.go); nil without the broker role
+
+	// shareCoord is the share coordinator (sharecoord/, KIP-932) and
+	// sharePersister the client of it that share partitions and the group
+	// coordinator use (share_persister.go); nil without the broker role.
+	shareCoord     *sharecoord.Coordinator
+	sharePersister sharestate.Persister
 
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.

@@ -47,6 +47,12 @@ func (w coordinatorWriter) Append(tp coordinator.TopicPartition, leaderEpoch int
 	return info.LastOffset + 1, nil
 }
 
+// DeleteRecords lets the share coordinator prune __share_group_state
+// (sharecoord.RecordsDeleter).
+func (w coordinatorWriter) DeleteRecords(tp coordinator.TopicPartition, beforeOffset int64) error {
+	return w.replicas.DeleteCoordinatorRecords(tp.Topic, tp.Partition, beforeOffset)
+}
+
 func (w coordinatorWriter) HighWatermark(tp coordinator.TopicPartition) (int64, error) {
 	return w.replicas.HighWatermarkOf(tp.Topic, tp.Partition)
 }

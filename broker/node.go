@@ -28,6 +28,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/raft"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/security"
+	"github.com/kgo-broker/kgo-broker/sharecoord"
 	"github.com/kgo-broker/kgo-broker/storage"
 	"github.com/kgo-broker/kgo-broker/storage/vfs"
 	"github.com/kgo-broker/kgo-broker/txn"
@@ -490,6 +491,17 @@ func (n *Node) start(ctx context.Context) error {
 	n.cache.Subscribe(n.broker.txn.OnImage)
 	n.broker.txn.OnImage(nil, n.cache.Image())
 
+	// The share coordinator follows the __share_group_state leaders after
+	// the replica manager (sharecoord/doc.go); the persister reaches it,
+	// here or on other nodes, through the peers (share_persister.go).
+	sc := sharecoord.FromBrokerConfig(cfg)
+	sc.Writer = coordinatorWriter{replicas: n.replicas} // as the group coordinator: both are Kafka's CoordinatorPartitionWriter
+	sc.Logger, sc.Image, sc.Controller = n.logger.Named("sharecoord"), n.cache.Image, requestorFunc(n.channel.Request)
+	n.broker.shareCoord = sharecoord.New(sc)
+	n.cache.Subscribe(n.broker.shareCoord.OnImage)
+	n.broker.shareCoord.OnImage(nil, n.cache.Image())
+	n.broker.sharePersister = newSharePersister(n.broker, n.logger.Named("share-persister"))
+
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))
 	n.lifecycle.waitMetadata = n.cache.WaitForOffset
@@ -809,6 +821,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 	}
 	if n.broker != nil && n.broker.txn != nil {
 		n.broker.txn.Close()
+	}
+	if n.broker != nil && n.broker.shareCoord != nil {
+		n.broker.shareCoord.Close()
 	}
 	if n.broker != nil && n.broker.peers != nil {
 		n.broker.peers.Close()

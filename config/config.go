@@ -59,6 +59,10 @@ func SingleNodeDefaults() map[string]string {
 		"offsets.topic.replication.factor":         "1",
 		"transaction.state.log.replication.factor": "1",
 		"transaction.state.log.min.isr":            "1",
+		// The share coordinator's state topic (KIP-932) on one node, as
+		// Kafka's config/server.properties and docker image set it.
+		"share.coordinator.state.topic.replication.factor": "1",
+		"share.coordinator.state.topic.min.isr":            "1",
 	}
 }
 

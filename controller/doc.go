@@ -40,9 +40,9 @@
 // levels kgo-broker implements (SupportedFeatures: what every node
 // advertises and UpdateFeatures checks against) and the rules the format
 // command and UpdateFeatures share: default levels per metadata.version,
-// dependencies, safe downgrades. share.version and streams.version stay 0
-// because kgo-broker does not implement share groups or streams groups yet;
-// eligible.leader.replicas.version 1 (KIP-966) is the default from 4.1-IV0. Every record is
+// dependencies, safe downgrades. share.version stops at 1 (share groups
+// without the dead-letter queue of level 2) and streams.version at 0 (no
+// streams groups yet); eligible.leader.replicas.version 1 (KIP-966) is the default from 4.1-IV0. Every record is
 // written at the version the finalized metadata.version implies
 // (metadatacache.RecordVersionFor; below 3.6-IV0 an ISR shrink also bumps the
 // leader epoch).

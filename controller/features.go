@@ -18,8 +18,8 @@ import (
 // (metadatacache.MetadataVersions); the controller writes every record at the
 // version the finalized level implies (metadatacache.RecordVersionFor). A new
 // cluster bootstraps 4.4-IV2, as kafka-storage.sh format does, with the
-// feature levels Kafka 4.4 formats it with except two whose behaviour
-// kgo-broker does not implement yet, which stay at 0 (see productionFeatures).
+// feature levels Kafka 4.4 formats it with except two whose newest levels
+// kgo-broker does not implement yet (see productionFeatures).
 // kraft.version is a raft control record (KRaftVersionRecord), never a
 // FeatureLevelRecord: 0 for static voters (controller.quorum.voters), 1 for
 // dynamic voters (KIP-853), which a format with --standalone,
@@ -95,12 +95,14 @@ func (f FeatureSpec) DefaultLevel(mv int16) int16 {
 }
 
 // productionFeatures are Kafka 4.4's Feature.PRODUCTION_FEATURES, in its
-// order. Two stay at 0 in kgo-broker, so a kgo-broker cluster never
-// finalizes them and a Kafka controller whose cluster did refuses a
-// kgo-broker registration (the broker does not support the finalized level):
+// order. Two stop below Kafka 4.4's latest level in kgo-broker, so a
+// kgo-broker cluster never finalizes those levels and a Kafka controller
+// whose cluster did refuses a kgo-broker registration (the broker does not
+// support the finalized level):
 //
-//   - share.version (KIP-932, KIP-1191): no share groups
-//     (ShareGroupHeartbeat, ShareFetch, the share coordinator).
+//   - share.version (KIP-932, KIP-1191): share groups (level 1: the share
+//     coordinator, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge) but
+//     not the dead-letter queue of level 2.
 //   - streams.version (KIP-1071): no streams groups (StreamsGroupHeartbeat).
 //
 // group.version 1 (KIP-848), transaction.version 2 (KIP-890) and
@@ -112,8 +114,8 @@ var productionFeatures = []FeatureSpec{
 	{Name: featureGroupVersion, Levels: levels(metadatacache.MV3_3_IV3, 22), MaxSupported: 1},
 	{Name: featureELRVersion, Levels: []FeatureLevelSpec{{BootstrapMV: metadatacache.MV3_3_IV3},
 		{BootstrapMV: mv4_1_IV0, Depends: map[string]int16{featureMetadataVersion: metadatacache.MV4_0_IV1}}}, MaxSupported: 1},
-	{Name: featureShareVersion, Levels: levels(metadatacache.MV3_3_IV3, 28, 31), MaxSupported: 0,
-		Unsupported: "share groups (KIP-932) are not implemented"},
+	{Name: featureShareVersion, Levels: levels(metadatacache.MV3_3_IV3, 28, 31), MaxSupported: 1,
+		Unsupported: "the share group dead-letter queue of share.version 2 (KIP-1191) is not implemented"},
 	{Name: featureStreamsVersion, Levels: levels(metadatacache.MV3_3_IV3, 29), MaxSupported: 0,
 		Unsupported: "streams groups (KIP-1071) are not implemented"},
 }
@@ -179,8 +181,8 @@ type Feature struct {
 // DefaultBootstrapFeatures are the features a new cluster gets: what
 // BootstrapFeatures(DefaultMetadataVersion, nil, false) returns, which is
 // metadata.version 4.4-IV2, eligible.leader.replicas.version 1,
-// group.version 1 and transaction.version 2 (Kafka 4.4 also finalizes
-// share.version 2 and streams.version 1; see productionFeatures).
+// group.version 1, share.version 1 and transaction.version 2 (Kafka 4.4
+// finalizes share.version 2 and streams.version 1; see productionFeatures).
 func DefaultBootstrapFeatures() []Feature {
 	fs, err := BootstrapFeatures(DefaultMetadataVersion, nil, false)
 	if err != nil {

@@ -335,3 +335,117 @@ func dynamicQuorumMixed(t *testing.T, kinds [3]nodeKind) {
 	checkVoters(leader)
 	dqCreateTopic(t, c, broker, "dqm-kafka-again")
 }
+
+// TestDynamicQuorumInitialControllersAutoJoin: a quorum of a kgo-broker
+// and an Apache Kafka 4.4 controller formatted with the same
+// --initial-controllers (each node's directory id taken from it), and a
+// third, kgo-broker controller formatted --no-initial-controllers with
+// controller.quorum.auto.join.enable=true, which adds itself as a voter
+// (KIP-853's auto-join: AddRaftVoter from the observer once caught up).
+// Removed with remove-controller, it adds itself back, as Kafka's does.
+// With a Kafka 4.4 controller auto-joining a kgo-broker-led quorum in the
+// second run.
+func TestDynamicQuorumInitialControllersAutoJoin(t *testing.T) {
+	t.Parallel()
+	requireKafkaTools(t)
+	if strings.Contains(brokerBin, "kafka-reference-broker") {
+		t.Skip("mixed clusters need kgo-broker as KGO_BROKER_BIN")
+	}
+	for _, kinds := range [][3]nodeKind{{kindKgo, kindKafka, kindKgo}, {kindKgo, kindKgo, kindKafka}} {
+		t.Run(fmt.Sprintf("joiner-%s", kinds[2]), func(t *testing.T) { initialControllersAutoJoin(t, kinds) })
+	}
+}
+
+func initialControllersAutoJoin(t *testing.T, kinds [3]nodeKind) {
+	c := &mixedCluster{t: t, clusterID: newClusterID()}
+	ports := freePorts(t, 4)
+	var bootstrap []string
+	for _, p := range ports[:3] {
+		bootstrap = append(bootstrap, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	bs := strings.Join(bootstrap, ",")
+	var ctl []*mixedNode
+	for i, k := range kinds {
+		ctl = append(ctl, dynamicNode(t, c, int32(i+1), k, true, ports[i], bs))
+	}
+	broker := dynamicNode(t, c, 4, kindKgo, false, ports[3], bs)
+	f, err := os.OpenFile(ctl[2].props, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, "controller.quorum.auto.join.enable=true")
+	f.Close()
+
+	// Two initial voters: directory ids chosen before the format.
+	dirs := []string{newClusterID(), newClusterID()}
+	initial := fmt.Sprintf("1@%s:%s,2@%s:%s", ctl[0].Addr, dirs[0], ctl[1].Addr, dirs[1])
+	for _, n := range ctl[:2] {
+		formatWith(t, c, n, "--initial-controllers", initial)
+	}
+	formatDynamic(t, c, ctl[2], "--no-initial-controllers")
+	for i, n := range ctl[:2] {
+		if got := n.dirID(t); got != dirs[i] {
+			t.Fatalf("%s controller %d formatted with directory id %s, want %s from --initial-controllers", n.Kind, n.ID, got, dirs[i])
+		}
+	}
+	for _, n := range c.nodes {
+		n.Start()
+	}
+	c.waitBrokers(3 * readyTimeout())
+	// 3 joins by itself.
+	waitFor(t, 90*time.Second, "controller 3 to auto-join as a voter", func() error {
+		rows, err := quorumReplication(t, "--bootstrap-server", broker.Addr)
+		if err != nil {
+			return err
+		}
+		if r := rows["3"]; r.Status != "Follower" && r.Status != "Leader" {
+			return fmt.Errorf("controller 3 is %q (rows %v)", r.Status, rows)
+		}
+		if r := rows["3"]; r.Dir != ctl[2].dirID(t) {
+			return fmt.Errorf("controller 3 joined with directory id %s, want %s", r.Dir, ctl[2].dirID(t))
+		}
+		return nil
+	})
+	b := &Broker{t: t, Addr: broker.Addr}
+	if f := describeFeatures(t, b)["kraft.version"]; f["FinalizedVersionLevel"] != "1" {
+		t.Errorf("kraft.version %v, want finalized 1", f)
+	}
+	dqCreateTopic(t, c, broker, "dq-auto-joined")
+
+	// Removed, it comes back: auto-join keeps a controller in the voter
+	// set while it is enabled.
+	leader, err := quorumLeader(t, broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	via := c.node(leader)
+	if leader == 3 {
+		via = ctl[0]
+	}
+	MustKafkaTool(t, RunOpts{}, "kafka-metadata-quorum.sh", "--bootstrap-controller", via.Addr, "remove-controller",
+		"--controller-id", "3", "--controller-directory-id", ctl[2].dirID(t))
+	waitFor(t, 90*time.Second, "controller 3 to add itself back", func() error {
+		rows, err := quorumReplication(t, "--bootstrap-server", broker.Addr)
+		if err != nil {
+			return err
+		}
+		if r := rows["3"]; r.Status != "Follower" && r.Status != "Leader" {
+			return fmt.Errorf("controller 3 is %q", r.Status)
+		}
+		return nil
+	})
+	dqCreateTopic(t, c, broker, "dq-rejoined")
+}
+
+// formatWith formats a node as formatDynamic does, with a flag and its value.
+func formatWith(t *testing.T, c *mixedCluster, n *mixedNode, flag, value string) {
+	t.Helper()
+	bin, args := brokerBin, []string{"format", "-t", c.clusterID, "-c", n.props, flag, value}
+	if n.Kind == kindKafka {
+		bin = kafkaReference()
+		args = append(args, "--feature", "share.version=0", "--feature", "streams.version=0")
+	}
+	if r := RunCommand(t, RunOpts{Hermetic: true}, bin, args...); r.ExitCode != 0 {
+		t.Fatalf("format %s node %d %s %s:\n%s", n.Kind, n.ID, flag, value, r)
+	}
+}

@@ -148,12 +148,13 @@ func TestFeatures(t *testing.T) {
 	}
 	waitFinalized(t, b, "eligible.leader.replicas.version", 1)
 	if !strings.Contains(brokerBin, "kafka-reference-broker") {
-		// kgo-broker implements no share groups: share.version stays 0.
-		if sv := describeFeatures(t, b)["share.version"]; sv["SupportedMaxVersion"] != "0" || sv["FinalizedVersionLevel"] != "0" {
+		// kgo-broker implements share groups but not the dead-letter queue
+		// of share.version 2 (KIP-1191): share.version stops at 1.
+		if sv := describeFeatures(t, b)["share.version"]; sv["SupportedMaxVersion"] != "1" || sv["FinalizedVersionLevel"] != "1" {
 			t.Errorf("share.version: %v", sv)
 		}
-		r := features(t, b, "upgrade", "--feature", "share.version=1")
-		if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Could not upgrade share.version to 1. The update failed for all features since the following feature had an error: Invalid update version 1 for feature share.version. Local controller 1 does not support this feature.") {
+		r := features(t, b, "upgrade", "--feature", "share.version=2")
+		if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Could not upgrade share.version to 2. The update failed for all features since the following feature had an error: Invalid update version 2 for feature share.version. Local controller 1 only supports versions 0-1") {
 			t.Fatalf("share.version upgrade:\n%s", r)
 		}
 	}
@@ -209,7 +210,7 @@ func TestFeaturesCluster(t *testing.T) {
 // does not implement left at 0: the broker decodes what Kafka's controller
 // writes (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3, ...),
 // registers with the ranges it supports, gets unfenced and serves a topic;
-// the Kafka controller refuses share.version 1 because the kgo-broker broker
+// the Kafka controller refuses share.version 2 because the kgo-broker broker
 // does not support it.
 func TestMixedKafkaControllerKgoBroker(t *testing.T) {
 	t.Parallel()
@@ -309,8 +310,8 @@ offsets.topic.replication.factor=1
 	if got := consumeAll(t, b, "mixed", 3, 30*time.Second); len(got) != 3 {
 		t.Fatalf("consumed %d", len(got))
 	}
-	r := features(t, b, "upgrade", "--feature", "share.version=1")
-	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 1 for feature share.version. Broker 2 does not support this feature.") {
+	r := features(t, b, "upgrade", "--feature", "share.version=2")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 2 for feature share.version. Broker 2 only supports versions 0-1") {
 		t.Fatalf("share.version upgrade:\n%s", r)
 	}
 }

@@ -459,8 +459,8 @@ func TestMixedQuorum(t *testing.T) {
 		})
 	}
 	createTopic("mq-topic")
-	r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "share.version=1")
-	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 1 for feature share.version.") {
+	r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "share.version=2")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 2 for feature share.version.") {
 		t.Fatalf("share.version upgrade:\n%s", r)
 	}
 
@@ -558,4 +558,74 @@ func describeControllerIDs(n *mixedNode) ([]int32, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// TestMixedQuorumKRaftUpgrade: a static quorum (controller.quorum.voters,
+// kraft.version 0) of one kgo-broker and two Apache Kafka 4.4 controllers is
+// upgraded to kraft.version 1 with kafka-features.sh upgrade --feature
+// kraft.version=1 through a kgo-broker broker (KIP-853: the leader writes
+// KRaftVersionRecord and a VotersRecord of the static voters with their
+// directory ids), once under a kgo-broker leader and once under a Kafka
+// one; then leaders are killed until the other kind leads, and the new
+// leader serves CreateTopics with the voter set from the log.
+func TestMixedQuorumKRaftUpgrade(t *testing.T) {
+	t.Parallel()
+	for _, under := range []nodeKind{kindKgo, kindKafka} {
+		t.Run("under-"+string(under), func(t *testing.T) { mixedKRaftUpgrade(t, under) })
+	}
+}
+
+func mixedKRaftUpgrade(t *testing.T, under nodeKind) {
+	c := startMixed(t,
+		mixedSpec{ID: 1, Kind: kindKgo, Controller: true}, mixedSpec{ID: 2, Kind: kindKafka, Controller: true},
+		mixedSpec{ID: 3, Kind: kindKafka, Controller: true}, mixedSpec{ID: 4, Kind: kindKgo})
+	broker := c.node(4)
+	b := &Broker{t: t, Addr: broker.Addr}
+	if f := describeFeatures(t, b)["kraft.version"]; f["FinalizedVersionLevel"] != "0" {
+		t.Fatalf("kraft.version %v before the upgrade, want finalized 0", f)
+	}
+	waitFor(t, 60*time.Second, "every controller registered", func() error {
+		ids, err := describeControllerIDs(c.node(2))
+		if err == nil && !slices.Equal(ids, []int32{1, 2, 3}) {
+			err = fmt.Errorf("Kafka controller 2 lists %v", ids)
+		}
+		return err
+	})
+	other := nodeKind(kindKafka)
+	if under == kindKafka {
+		other = kindKgo
+	}
+	first := failoverUntil(t, c, broker, other, under)
+	var r ToolResult
+	waitFor(t, 60*time.Second, "kafka-features.sh upgrade --feature kraft.version=1", func() error {
+		r = features(t, b, "upgrade", "--feature", "kraft.version=1")
+		if r.ExitCode != 0 {
+			return fmt.Errorf("%s", r)
+		}
+		return nil
+	})
+	if !strings.Contains(r.Stdout, "kraft.version was upgraded to 1.") {
+		t.Errorf("upgrade output:\n%s", r)
+	}
+	waitFor(t, 60*time.Second, "kraft.version finalized at 1", func() error {
+		if f := describeFeatures(t, b)["kraft.version"]; f["FinalizedVersionLevel"] != "1" {
+			return fmt.Errorf("kraft.version %v", f)
+		}
+		return nil
+	})
+	leader := failoverUntil(t, c, broker, under, other)
+	t.Logf("upgraded under %s controller %d; now %s controller %d leads", c.node(first).Kind, first, c.node(leader).Kind, leader)
+	waitFor(t, 60*time.Second, "CreateTopics after the failover", func() error {
+		r, err := adminOf(t, c, broker).CreateTopic(ctxT(t, 20*time.Second), 1, 1, nil, "mq-kraft-upgraded")
+		if err == nil {
+			err = r.Err
+		}
+		if isErr(err, kerr.TopicAlreadyExists) {
+			return nil // an earlier attempt that timed out took effect
+		}
+		return err
+	})
+	if f := describeFeatures(t, b)["kraft.version"]; f["FinalizedVersionLevel"] != "1" {
+		t.Errorf("kraft.version %v after the failover, want finalized 1", f)
+	}
 }

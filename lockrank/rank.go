@@ -78,6 +78,7 @@ const (
 	ManualClock      Rank = 1041 // coordinator.ManualClock.mu
 	MemLog           Rank = 1042 // coordinator.MemLog.mu
 	TxnCoordinator   Rank = 1043 // txn.Coordinator.mu
+	ShareCoordinator Rank = 1047 // sharecoord.Coordinator.mu
 	ConnSet          Rank = 1050 // protocol.Server.mu
 	ClientCalls      Rank = 1051 // protocol.Client.mu
 	Lifecycle        Rank = 1060 // broker.lifecycle.mu
@@ -121,6 +122,7 @@ var names = map[Rank]string{
 	TxnVerifier: "broker.txnVerifier.mu (a leaf)", InflightTopics: "broker.inflightTopics.mu (a leaf)",
 	JWKS: "security.JWTValidator.mu (a leaf)", LogLevels: "logging.Levels.mu (a leaf)",
 	ReplicationQuota: "quota.ReplicationQuota.mu (a leaf)",
+	ShareCoordinator: "sharecoord.Coordinator.mu (a leaf)",
 }
 
 // IsLeaf reports whether r is a leaf: nothing may be taken while holding it.

@@ -113,6 +113,20 @@ func (rm *ReplicaManager) DeleteRecords(ctx context.Context, req *kmsg.DeleteRec
 	return resp
 }
 
+// DeleteCoordinatorRecords moves the log start offset of a coordinator's
+// partition up to offset (at most its high watermark) on the leader, as
+// Kafka's CoordinatorPartitionWriter.deleteRecords does with
+// allowInternalTopicDeletion: the share coordinator prunes
+// __share_group_state so. It does not wait for the followers' log starts.
+func (rm *ReplicaManager) DeleteCoordinatorRecords(topic string, partition int32, offset int64) error {
+	p, err := rm.lookup(topic, partition)
+	if err != nil {
+		return err
+	}
+	_, _, err = p.deleteRecordsOnLeader(offset)
+	return err
+}
+
 // deleteRecordsOnLeader moves the log start offset (Partition.deleteRecordsOnLeader)
 // and returns the offset asked for and the low watermark.
 func (p *Partition) deleteRecordsOnLeader(offset int64) (int64, int64, error) {

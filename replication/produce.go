@@ -21,7 +21,9 @@ import (
 const adminClientID = "__admin_client"
 
 // isInternalTopic is Topic.isInternal.
-func isInternalTopic(t string) bool { return t == "__consumer_offsets" || t == "__transaction_state" }
+func isInternalTopic(t string) bool {
+	return t == "__consumer_offsets" || t == "__transaction_state" || t == "__share_group_state"
+}
 
 // errorCode turns an error into a Kafka error code: kerr errors keep their
 // code, anything else is an I/O error (KAFKA_STORAGE_ERROR).
