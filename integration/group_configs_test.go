@@ -129,6 +129,30 @@ func TestGroupConfigs(t *testing.T) {
 		return nil
 	})
 
+	// The broker's preprocess checks (ConfigAdminManager.preprocess).
+	for _, tc := range []struct {
+		configs []kmsg.IncrementalAlterConfigsRequestResourceConfig
+		want    string
+	}{
+		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit"}, {Name: "share.isolation.level"}},
+			"42 Null value not supported for : share.delivery.count.limit, share.isolation.level"},
+		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Value: kmsg.StringPtr("3")}, {Name: "share.delivery.count.limit", Value: kmsg.StringPtr("4")}},
+			"42 Error due to duplicate config keys"},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rs := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rs.ResourceType, rs.ResourceName, rs.Configs = kmsg.ConfigResourceTypeGroupConfig, "g3", tc.configs
+		req.Resources = append(req.Resources, rs)
+		rr := rawRequest(t, b, b.Port, req, 1).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+		msg := ""
+		if rr.ErrorMessage != nil {
+			msg = *rr.ErrorMessage
+		}
+		if got := fmt.Sprintf("%d %s", rr.ErrorCode, msg); got != tc.want {
+			t.Errorf("IncrementalAlterConfigs: got %q, want %q", got, tc.want)
+		}
+	}
+
 	// ListConfigResources lists both groups.
 	req := kmsg.NewPtrListConfigResourcesRequest()
 	req.ResourceTypes = []int8{32}
