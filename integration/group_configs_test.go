@@ -129,19 +129,29 @@ func TestGroupConfigs(t *testing.T) {
 		return nil
 	})
 
-	// The broker's preprocess checks (ConfigAdminManager.preprocess).
+	// The broker's preprocess checks (ConfigAdminManager.preprocess), then
+	// the controller's.
 	for _, tc := range []struct {
+		name    string
 		configs []kmsg.IncrementalAlterConfigsRequestResourceConfig
 		want    string
 	}{
-		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit"}, {Name: "share.isolation.level"}},
+		{"", []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Value: kmsg.StringPtr("3")}},
+			"42 Default group resources are not allowed."},
+		{"g3", []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "streams.rack.aware.assignment.tags", Op: kmsg.IncrementalAlterConfigOpAppend, Value: kmsg.StringPtr("a")}},
+			"40 Can't APPEND to key streams.rack.aware.assignment.tags because its type is not LIST."},
+		// An unknown operation: Kafka's controller fails with a
+		// NullPointerException (and renounces leadership).
+		{"g3", []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Op: 9, Value: kmsg.StringPtr("3")}},
+			"-1 "},
+		{"g3", []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit"}, {Name: "share.isolation.level"}},
 			"42 Null value not supported for : share.delivery.count.limit, share.isolation.level"},
-		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Value: kmsg.StringPtr("3")}, {Name: "share.delivery.count.limit", Value: kmsg.StringPtr("4")}},
+		{"g3", []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Value: kmsg.StringPtr("3")}, {Name: "share.delivery.count.limit", Value: kmsg.StringPtr("4")}},
 			"42 Error due to duplicate config keys"},
 	} {
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		rs := kmsg.NewIncrementalAlterConfigsRequestResource()
-		rs.ResourceType, rs.ResourceName, rs.Configs = kmsg.ConfigResourceTypeGroupConfig, "g3", tc.configs
+		rs.ResourceType, rs.ResourceName, rs.Configs = kmsg.ConfigResourceTypeGroupConfig, tc.name, tc.configs
 		req.Resources = append(req.Resources, rs)
 		rr := rawRequest(t, b, b.Port, req, 1).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
 		msg := ""
@@ -152,19 +162,54 @@ func TestGroupConfigs(t *testing.T) {
 			t.Errorf("IncrementalAlterConfigs: got %q, want %q", got, tc.want)
 		}
 	}
+	// Legacy AlterConfigs replaces the group's configs.
+	for _, tc := range []struct {
+		name         string
+		configs      []kmsg.AlterConfigsRequestResourceConfig
+		validateOnly bool
+		want         string
+	}{
+		{"", []kmsg.AlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Value: kmsg.StringPtr("3")}}, false, "42 Default group resources are not allowed."},
+		{"g3", []kmsg.AlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit"}}, false, "42 Null value not supported for : share.delivery.count.limit"},
+		{"g3", []kmsg.AlterConfigsRequestResourceConfig{{Name: "foo", Value: kmsg.StringPtr("1")}}, false, "40 Unknown group config name: foo"},
+		{"g3", []kmsg.AlterConfigsRequestResourceConfig{{Name: "share.session.timeout.ms", Value: kmsg.StringPtr("40000")}}, false,
+			"40 share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{"g3", []kmsg.AlterConfigsRequestResourceConfig{{Name: "share.isolation.level", Value: kmsg.StringPtr("read_committed")}}, true, "0 "},
+		{"g3", []kmsg.AlterConfigsRequestResourceConfig{{Name: "share.delivery.count.limit", Value: kmsg.StringPtr("4")}}, false, "0 "},
+	} {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.ValidateOnly = tc.validateOnly
+		rs := kmsg.NewAlterConfigsRequestResource()
+		rs.ResourceType, rs.ResourceName, rs.Configs = kmsg.ConfigResourceTypeGroupConfig, tc.name, tc.configs
+		req.Resources = append(req.Resources, rs)
+		rr := rawRequest(t, b, b.Port, req, 2).(*kmsg.AlterConfigsResponse).Resources[0]
+		msg := ""
+		if rr.ErrorMessage != nil {
+			msg = *rr.ErrorMessage
+		}
+		if got := fmt.Sprintf("%d %s", rr.ErrorCode, msg); got != tc.want {
+			t.Errorf("AlterConfigs %q %v: got %q, want %q", tc.name, tc.configs, got, tc.want)
+		}
+	}
+	ok("describe g3", configs("--describe", "--entity-name", "g3"), "Dynamic configs for group g3 are:\n"+
+		"  share.delivery.count.limit=4 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=4, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n")
 
-	// ListConfigResources lists both groups.
-	req := kmsg.NewPtrListConfigResourcesRequest()
-	req.ResourceTypes = []int8{32}
-	resp := rawRequest(t, b, b.Port, req, 1).(*kmsg.ListConfigResourcesResponse)
-	var names []string
-	for _, r := range resp.ConfigResources {
-		names = append(names, r.Name)
-	}
-	slices.Sort(names)
-	if resp.ErrorCode != 0 || !slices.Equal(names, []string{"g1", "g2"}) {
-		t.Errorf("ListConfigResources: error %d, %v", resp.ErrorCode, names)
-	}
+	// ListConfigResources lists the groups with configs (Kafka's from its
+	// GroupConfigManager, updated when the broker's metadata catches up).
+	waitFor(t, 30*time.Second, "ListConfigResources to list g1, g2 and g3", func() error {
+		req := kmsg.NewPtrListConfigResourcesRequest()
+		req.ResourceTypes = []int8{32}
+		resp := rawRequest(t, b, b.Port, req, 1).(*kmsg.ListConfigResourcesResponse)
+		var names []string
+		for _, r := range resp.ConfigResources {
+			names = append(names, r.Name)
+		}
+		slices.Sort(names)
+		if resp.ErrorCode != 0 || !slices.Equal(names, []string{"g1", "g2", "g3"}) {
+			return fmt.Errorf("error %d, %v", resp.ErrorCode, names)
+		}
+		return nil
+	})
 
 	// A KIP-848 member of g1 is told the group's heartbeat interval.
 	var hb *kmsg.ConsumerGroupHeartbeatResponse
@@ -190,7 +235,9 @@ func TestGroupConfigs(t *testing.T) {
 		"  share.delivery.count.limit=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=3, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n"+
 		"Dynamic configs for group g2 are:\n"+
 		"  share.auto.offset.reset=by_duration:PT1H sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=by_duration:PT1H, DEFAULT_CONFIG:share.auto.offset.reset=latest}\n"+
-		"  streams.num.warmup.replicas=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:streams.num.warmup.replicas=3, DEFAULT_CONFIG:group.streams.num.warmup.replicas=2}\n")
+		"  streams.num.warmup.replicas=3 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:streams.num.warmup.replicas=3, DEFAULT_CONFIG:group.streams.num.warmup.replicas=2}\n"+
+		"Dynamic configs for group g3 are:\n"+
+		"  share.delivery.count.limit=4 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.delivery.count.limit=4, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n")
 }
 
 // groupDescribeGolden is Kafka 4.4.0's DescribeConfigs v4 answer (with
