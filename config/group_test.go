@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-func groupTestConfig(t *testing.T, props map[string]string) *Config {
+func groupTestConfig(t testing.TB, props map[string]string) *Config {
 	t.Helper()
 	base := map[string]string{"process.roles": "broker,controller", "node.id": "1",
 		"controller.quorum.voters": "1@localhost:9093", "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
@@ -121,4 +121,30 @@ func TestParseISODuration(t *testing.T) {
 			t.Errorf("%s accepted", in)
 		}
 	}
+}
+
+// FuzzGroupConfigs: any key and value validate, resolve and describe
+// without a panic, and a value that validates resolves to itself.
+func FuzzGroupConfigs(f *testing.F) {
+	c := groupTestConfig(f, nil)
+	for _, s := range [][2]string{{"share.auto.offset.reset", "by_duration:P1DT2H3M4.5S"}, {"share.delivery.count.limit", " 3 "},
+		{"streams.rack.aware.assignment.tags", "a, b"}, {"consumer.session.timeout.ms", "99999999999"}, {"x", "y"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		m := map[string]string{name: value}
+		err := c.ValidateGroupConfigs(m)
+		g := c.ResolveGroupConfig(m)
+		_ = g.ShareAutoOffsetReset()
+		_ = g.StreamsRackAwareAssignmentTags()
+		_, _ = g.Value(name)
+		for _, k := range GroupKeys() {
+			_, _ = c.GroupDescribeValue(k, m, nil, nil)
+		}
+		if k, ok := LookupGroupKey(name); ok && err == nil && k.Type == TypeInt {
+			if _, ok := g.Override(name); !ok {
+				t.Fatalf("%s=%q validated but not resolved", name, value)
+			}
+		}
+	})
 }
