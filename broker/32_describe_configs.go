@@ -43,6 +43,7 @@ package broker
 //     itself as its synonym, else the default with DEFAULT_CONFIG; a name
 //     without a subscription answers the defaults, not an error; the name
 //     "" is INVALID_REQUEST.
+//   - GROUP (32, KIP-848/KIP-932 group configs): group_configs.go.
 //   - ConfigNames (null or empty: all) limits the answer; IncludeSynonyms
 //     (v1+) lists synonyms; IncludeDocumentation (v3+) adds Kafka 4.4's
 //     documentation of each key it defines (config/kafka_config_meta.json).
@@ -143,6 +144,13 @@ func handleDescribeConfigs(ctx context.Context, b *Broker, req *protocol.Request
 			} else {
 				rr.ErrorMessage = strPtr("") // Kafka's answer here carries "", not null
 				rr.Configs = clientMetricsEntries(img, rs.ResourceName, o)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if rs.ResourceName == "" {
+				fail(kerr.InvalidRequest, "Group name must not be empty")
+			} else {
+				rr.ErrorMessage = strPtr("")
+				rr.Configs = b.groupConfigEntries(img, rs.ResourceName, o)
 			}
 		default:
 			fail(kerr.InvalidRequest, "Unsupported resource type %d", rs.ResourceType)

@@ -495,6 +495,10 @@ func (n *Node) start(ctx context.Context) error {
 	gc := group.FromBrokerConfig(cfg)
 	gc.Writer = coordinatorWriter{replicas: n.replicas}
 	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
+	// KIP-848/KIP-932 group configs: a group's consumer.* and share.*
+	// overrides (GROUP config resources in the metadata image) over the
+	// broker's group.* values.
+	gc.GroupConfig = n.broker.GroupConfig
 	n.broker.wireShareGroups(&gc) // share_groups.go: needs sharePersister
 	n.broker.groups = group.New(gc)
 	n.cache.Subscribe(n.broker.groups.OnImage)

@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgo-broker/kgo-broker/group"
-	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
 
 // wireShareGroups fills the share group part of the group coordinator's
@@ -24,14 +23,6 @@ import (
 func (b *Broker) wireShareGroups(gc *group.Config) {
 	if b.sharePersister != nil {
 		gc.SharePersister = b.sharePersister
-	}
-	gc.GroupConfig = func(groupID string) map[string]string {
-		if b.meta == nil {
-			return nil
-		}
-		// GROUP resource configs (share.*, consumer.*) are ConfigRecords
-		// of resource type 32 in the image.
-		return b.meta.Image().Configs(metadatacache.ConfigResource{Type: metadatacache.ConfigResourceGroup, Name: groupID})
 	}
 	gc.OnShareMemberLeft = func(groupID, memberID string) {
 		if f := b.shareMemberLeft; f != nil {

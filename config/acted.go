@@ -123,6 +123,12 @@ var actedKeys = append([]string{
 	"group.max.size",
 	"group.consumer.session.timeout.ms",
 	"group.consumer.heartbeat.interval.ms",
+	// the bounds of a consumer group's consumer.* GROUP configs
+	// (GroupConfig.validate and evaluate; config/group.go)
+	"group.consumer.min.session.timeout.ms",
+	"group.consumer.max.session.timeout.ms",
+	"group.consumer.min.heartbeat.interval.ms",
+	"group.consumer.max.heartbeat.interval.ms",
 	"group.consumer.max.size",
 	"group.consumer.assignors",
 	"log.cleaner.enable",

@@ -177,5 +177,40 @@ func renderConfigDoc() string {
 		}
 		p("| `%s` | %s | %s | %s | %s |\n", tk.Name, tk.Type, docDefault(tk.Key), docValid(tk.Key), strings.Join(syn, ", "))
 	}
+	p("\n## Group-level keys\n\n")
+	p("Dynamic configs of one group (GROUP config resources, KIP-848 and KIP-932; `kafka-configs.sh\n")
+	p("--entity-type groups --entity-name <group> --alter --add-config ...`), Kafka 4.4's GroupConfig.\n")
+	p("IncrementalAlterConfigs and AlterConfigs validate the group's configs after the change as\n")
+	p("GroupConfig.validate does: unknown keys, types and the key's own validator, then each set key\n")
+	p("within the broker's bounds below (INVALID_CONFIG with Kafka's message), the session timeout\n")
+	p("above the heartbeat interval. A group without an override uses the broker synonym's value\n")
+	p("(the first of `group.streams.assignors` for `streams.assignor.name`), else the default here;\n")
+	p("an override outside bounds lowered later is clamped to them (GroupConfig.evaluate).\n")
+	p("DescribeConfigs lists the keys that are not internal, and the internal ones the group sets (source\n")
+	p("GROUP_CONFIG, 8, which kafka-configs.sh prints as DYNAMIC_GROUP_CONFIG, or DEFAULT_CONFIG).\n")
+	p("Acted on: `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (KIP-848 consumer\n")
+	p("groups); the others are stored, validated and described, and read through\n")
+	p("`config.GroupConfig` by the share and streams groups that use them.\n\n")
+	p("| Group key | Type | Default | Valid values | Broker synonym | Broker bounds | Internal |\n|---|---|---|---|---|---|---|\n")
+	for _, gk := range GroupKeys() {
+		var bounds []string
+		for _, bd := range groupBounds {
+			if bd.key == gk.Name {
+				for _, k := range []string{bd.min, bd.max} {
+					if k != "" {
+						bounds = append(bounds, "`"+k+"`")
+					}
+				}
+			}
+		}
+		syn, internal := "", ""
+		if gk.BrokerSynonym != "" {
+			syn = "`" + gk.BrokerSynonym + "`"
+		}
+		if gk.Internal {
+			internal = "yes"
+		}
+		p("| `%s` | %s | %s | %s | %s | %s | %s |\n", gk.Name, gk.Type, docDefault(gk.Key), docValid(gk.Key), syn, strings.Join(bounds, ", "), internal)
+	}
 	return b.String()
 }

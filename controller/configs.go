@@ -16,7 +16,7 @@ import (
 )
 
 // IncrementalAlterConfigs (44) v0-1 and AlterConfigs (33) v0-2 for TOPIC,
-// BROKER and CLIENT_METRICS resources, as ControllerApis and
+// BROKER, CLIENT_METRICS and GROUP resources, as ControllerApis and
 // ConfigurationControlManager answer them: each resource succeeds or fails
 // whole; its changes become ConfigRecords (a nil value deletes). A BROKER
 // resource named "" is the cluster-wide default. Changes to BROKER resources
@@ -32,6 +32,21 @@ import (
 // change creates it, deleting its last key removes it. APPEND and SUBTRACT
 // are refused as for a non-LIST key (Kafka's controller knows no
 // client metrics config types).
+//
+// GROUP (KIP-848 group configs, KIP-932's share.* keys): the same
+// preprocess checks as CLIENT_METRICS (ConfigAdminManager.preprocess treats
+// TOPIC, CLIENT_METRICS and GROUP alike), then
+// ControllerConfigurationValidator's GROUP case: the name "" is
+// INVALID_REQUEST "Default group resources are not allowed.", and the
+// group's configs after the change go through GroupConfig.validate
+// (Config.ValidateGroupConfigs: unknown keys, types, the broker's
+// group.* min/max bounds), INVALID_CONFIG with Kafka's message. Any group
+// name is accepted whether or not the group exists (Kafka's existence
+// checker knows only topics and brokers). APPEND and SUBTRACT are refused
+// as for a non-LIST key: Kafka's controller KafkaConfigSchema has no GROUP
+// entry, so even streams.rack.aware.assignment.tags is not splittable.
+// The records are ConfigRecords of resource type 32, replayed, deleted
+// and snapshotted as any other config resource.
 
 // Incremental ops (AlterConfigOp.OpType).
 const (
@@ -85,8 +100,8 @@ func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 	for _, r := range req.Resources {
 		typ := int8(r.ResourceType)
 		switch typ {
-		case resourceTopic, resourceBroker, resourceClientMetrics:
-		case 8, 32:
+		case resourceTopic, resourceBroker, resourceClientMetrics, resourceGroup:
+		case 8:
 			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Unexpected resource type %s.", resourceTypeName(typ)))
 			continue
 		default:
@@ -118,7 +133,7 @@ func (c *Controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 		if rc.pre == nil && len(nulls) > 0 {
 			rc.pre = nullValuesError(nulls)
 		}
-		if typ != resourceClientMetrics {
+		if typ != resourceClientMetrics && typ != resourceGroup {
 			rc.pre = nil // kgo-broker's other resource types keep their own checks
 		}
 		byID[res] = rc
@@ -189,7 +204,7 @@ func (c *Controller) incrementalAlterResource(s *state, res configResource, chan
 			}
 			newp = strp(strings.Join(parts, ","))
 		default:
-			if res.typ == resourceClientMetrics {
+			if res.typ == resourceClientMetrics || res.typ == resourceGroup {
 				// OpType.forId's IllegalArgumentException in the
 				// controller: no message.
 				return nil, bareAPIError(kerr.UnknownServerError)
@@ -249,19 +264,18 @@ func (c *Controller) validateConfigChange(s *state, res configResource, recs []m
 		if _, ok := s.brokers[int32(id)]; !ok && int32(id) != c.cfg.NodeID {
 			return newAPIError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
 		}
+	case resourceGroup:
+		if res.name == "" {
+			return newAPIError(kerr.InvalidRequest, "Default group resources are not allowed.")
+		}
+		if c.cfg.ValidateGroupConfigs == nil {
+			return nil
+		}
+		if err := c.cfg.ValidateGroupConfigs(configsAfter(s, res, recs)); err != nil {
+			return newAPIError(kerr.InvalidConfig, "%s", err.Error())
+		}
 	case resourceClientMetrics:
-		after := maps.Clone(s.configs[res])
-		if after == nil {
-			after = make(map[string]string)
-		}
-		for _, r := range recs {
-			cr := r.(*metadatacache.ConfigRecord)
-			if cr.Value == nil {
-				delete(after, cr.Name)
-			} else {
-				after[cr.Name] = *cr.Value
-			}
-		}
+		after := configsAfter(s, res, recs)
 		if e := config.ValidateClientMetrics(res.name, after); e != nil {
 			if e.InvalidRequest {
 				return newAPIError(kerr.InvalidRequest, "%s", e.Msg)
@@ -270,6 +284,24 @@ func (c *Controller) validateConfigChange(s *state, res configResource, recs []m
 		}
 	}
 	return nil
+}
+
+// configsAfter is a resource's configs once recs are applied
+// (ConfigurationControlManager.validateAlterConfig's allConfigs).
+func configsAfter(s *state, res configResource, recs []metadatacache.Record) map[string]string {
+	after := maps.Clone(s.configs[res])
+	if after == nil {
+		after = make(map[string]string)
+	}
+	for _, r := range recs {
+		cr := r.(*metadatacache.ConfigRecord)
+		if cr.Value == nil {
+			delete(after, cr.Name)
+		} else {
+			after[cr.Name] = *cr.Value
+		}
+	}
+	return after
 }
 
 // nullValuesError is ConfigAdminManager.preprocess's answer to keys set
@@ -315,6 +347,7 @@ func (c *Controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 		res     configResource
 		configs map[string]*string
 		order   []string
+		dupKeys bool // a key twice (ConfigAdminManager.preprocess)
 	}
 	var (
 		list []*resConfigs
@@ -324,8 +357,8 @@ func (c *Controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 	for _, r := range req.Resources {
 		typ := int8(r.ResourceType)
 		switch typ {
-		case resourceTopic, resourceBroker, resourceClientMetrics:
-		case 8, 32:
+		case resourceTopic, resourceBroker, resourceClientMetrics, resourceGroup:
+		case 8:
 			add(r.ResourceType, r.ResourceName, newAPIError(kerr.InvalidRequest, "Unexpected resource type %s.", resourceTypeName(typ)))
 			continue
 		default:
@@ -345,6 +378,8 @@ func (c *Controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 		for _, cfg := range r.Configs {
 			if _, ok := rc.configs[cfg.Name]; !ok {
 				rc.order = append(rc.order, cfg.Name)
+			} else {
+				rc.dupKeys = true
 			}
 			rc.configs[cfg.Name] = cfg.Value
 		}
@@ -358,6 +393,9 @@ func (c *Controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 		}
 	}
 	results := c.applyConfigPlans(ctx, len(kept), req.ValidateOnly, func(s *state, i int) ([]metadatacache.Record, *apiError) {
+		if kept[i].dupKeys && kept[i].res.typ == resourceGroup {
+			return nil, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+		}
 		return c.legacyAlterResource(s, kept[i].res, kept[i].configs, kept[i].order)
 	})
 	for i, rc := range kept {
@@ -374,7 +412,7 @@ func (c *Controller) legacyAlterResource(s *state, res configResource, configs m
 	var nulls []string
 	for _, key := range order {
 		v := configs[key]
-		if v == nil && (res.typ == resourceTopic || res.typ == resourceClientMetrics) {
+		if v == nil && (res.typ == resourceTopic || res.typ == resourceClientMetrics || res.typ == resourceGroup) {
 			nulls = append(nulls, key)
 		}
 		old, had := cur[key]
@@ -386,7 +424,7 @@ func (c *Controller) legacyAlterResource(s *state, res configResource, configs m
 			recs = append(recs, configRecord(res.typ, res.name, key, v))
 		}
 	}
-	if len(nulls) > 0 && res.typ == resourceClientMetrics {
+	if len(nulls) > 0 && (res.typ == resourceClientMetrics || res.typ == resourceGroup) {
 		return nil, nullValuesError(nulls)
 	}
 	if len(nulls) > 0 {
@@ -404,7 +442,7 @@ func (c *Controller) legacyAlterResource(s *state, res configResource, configs m
 		dels = append(dels, configRecord(res.typ, res.name, key, nil))
 	}
 	check := recs
-	if res.typ == resourceClientMetrics {
+	if res.typ == resourceClientMetrics || res.typ == resourceGroup {
 		// The validator sees the configs after the change, the
 		// implicitly deleted keys gone.
 		check = append(slices.Clone(recs), dels...)

@@ -86,6 +86,10 @@ type Config struct {
 	ValidateTopicConfig func(name, value string) error
 	// ValidateBrokerConfig checks one broker config; nil accepts everything.
 	ValidateBrokerConfig func(name, value string) error
+	// ValidateGroupConfigs checks a GROUP resource's configs after a change
+	// (GroupConfig.validate against the broker's group.* bounds); its error
+	// text becomes the INVALID_CONFIG message. Nil accepts everything.
+	ValidateGroupConfigs func(configs map[string]string) error
 	// TopicConfigs returns the effective configs of a topic with the given
 	// overrides (CreateTopics v5+ Configs). Nil: only the overrides, as
 	// DYNAMIC_TOPIC_CONFIG.

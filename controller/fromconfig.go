@@ -11,7 +11,7 @@ import (
 // metadata.max.idle.interval.ms (0 disables NoOpRecords), delete.topic.enable,
 // unclean.leader.election.enable, min.insync.replicas, auto.leader.rebalance.enable,
 // leader.imbalance.check.interval.seconds, unclean.leader.election.interval.ms,
-// the topic config validation, defaults and LIST types of the config
+// the topic and group config validation, defaults and LIST types of the config
 // package, and metadata.log.dir (where the bootstrap metadata is read from).
 // The caller sets Raft, ClusterID, Logger and Now.
 func FromBrokerConfig(bc *config.Config) Config {
@@ -33,6 +33,7 @@ func FromBrokerConfig(bc *config.Config) Config {
 		DeleteTopicDisable:            !bc.Bool("delete.topic.enable"),
 		UncleanLeaderElectionEnable:   bc.Bool("unclean.leader.election.enable"),
 		ValidateTopicConfig:           config.ValidateTopicConfig,
+		ValidateGroupConfigs:          bc.ValidateGroupConfigs,
 		TopicConfigs:                  topicConfigsFrom(bc),
 		ListConfig:                    listConfig,
 		LeaderImbalanceCheckInterval:  imbalance,

@@ -101,6 +101,7 @@ const (
 	resourceTopic         int8 = 2
 	resourceBroker        int8 = 4
 	resourceClientMetrics int8 = 16
+	resourceGroup         int8 = 32
 )
 
 func newState() *state {

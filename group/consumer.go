@@ -304,7 +304,7 @@ func sessionKey(g, m string) string   { return "cg-session-" + g + "-" + m }
 func rebalanceKey(g, m string) string { return "cg-rebalance-" + g + "-" + m }
 
 func (s *shard) scheduleSession(gid, mid string) {
-	s.schedule(sessionKey(gid, mid), s.c.cfg.ConsumerSessionTimeout, func() {
+	s.schedule(sessionKey(gid, mid), s.c.cfg.consumerSessionTimeout(gid), func() {
 		if g := s.cgs[gid]; g != nil && g.members[mid] != nil {
 			s.c.log.Info("consumer group member session expired", zap.String("group", gid), zap.String("member", mid))
 			_ = s.fenceMember(g, mid)
@@ -799,7 +799,7 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 
 	id := m.id
 	resp.MemberID, resp.MemberEpoch = &id, m.epoch
-	resp.HeartbeatIntervalMillis = int32(s.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(s.c.cfg.consumerHeartbeatInterval(g.id) / time.Millisecond)
 	full := req.MemberEpoch == 0 || (req.RebalanceTimeoutMillis != -1 && req.SubscribedTopicNames != nil && req.Topics != nil)
 	if full || !prevAssigned.equal(m.assigned) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()

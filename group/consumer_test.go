@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kgo-broker/kgo-broker/config"
 )
 
 func (h *harness) cgHeartbeat(member string, epoch int32, owned []int32, join bool) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -184,4 +186,42 @@ func TestAssignors(t *testing.T) {
 	if _, ok := r["x"][tp{t1, 0}]; !ok {
 		t.Fatalf("range: x should own a-0: %v", r)
 	}
+}
+
+// TestConsumerGroupConfigOverrides: a group's consumer.session.timeout.ms
+// and consumer.heartbeat.interval.ms GROUP configs replace the broker's
+// for its members (GroupMetadataManager reads GroupConfigManager on each
+// heartbeat); other groups keep the broker's.
+func TestConsumerGroupConfigOverrides(t *testing.T) {
+	bc, err := config.SingleNode(map[string]string{"log.dirs": t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		h := &harness{t: t, clock: NewManualClock(time.Unix(1_700_000_000, 0))}
+		h.groupConfig = func(id string) config.GroupConfig {
+			if id != "cg" {
+				return bc.ResolveGroupConfig(nil)
+			}
+			return bc.ResolveGroupConfig(map[string]string{"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"})
+		}
+		base := newHarness(t)
+		base.c.Close()
+		h.log, h.cache = base.log, base.cache
+		h.start()
+		a := h.cgHeartbeat("A", 0, nil, true)
+		wantErr(t, a.ErrorCode, nil)
+		if a.HeartbeatIntervalMillis != 6000 {
+			t.Fatalf("heartbeat interval %d, want the group's 6000", a.HeartbeatIntervalMillis)
+		}
+		// Still a member after the broker's 45 s, fenced after the group's 50 s.
+		h.advance(46 * time.Second)
+		if d := h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}}); len(d.Groups[0].Members) != 1 {
+			t.Fatalf("after 46 s: %+v", d.Groups[0])
+		}
+		h.advance(5 * time.Second)
+		if d := h.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}}); d.Groups[0].State != "Empty" {
+			t.Fatalf("after 51 s: %+v", d.Groups[0])
+		}
+	})
 }

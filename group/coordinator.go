@@ -66,10 +66,6 @@ type Config struct {
 	// groups' partitions). Nil: partitions are never initialized, so share
 	// groups get no assignment.
 	SharePersister sharestate.Persister
-	// GroupConfig returns the dynamic configs of a GROUP resource
-	// (share.session.timeout.ms, share.heartbeat.interval.ms,
-	// share.assignment.interval.ms override the broker's); nil: none.
-	GroupConfig func(groupID string) map[string]string
 	// OnShareMemberLeft is called once a share group member's removal
 	// (leave, session expiry) is committed, on the coordinator's loop: the
 	// share partitions release the records it acquired. It must not block.
@@ -78,6 +74,43 @@ type Config struct {
 	// DescribeShareGroupOffsets v1 (KIP-1226); nil: lag -1. An error (a
 	// kerr error) is answered for the partition.
 	LatestOffset func(ctx context.Context, topicID [16]byte, partition int32) (int64, error)
+	// GroupConfig returns a group's dynamic GROUP configs (KIP-848/KIP-932
+	// group configs), overrides clamped to the broker's bounds: a group's
+	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms
+	// replace ConsumerSessionTimeout and ConsumerHeartbeatInterval for its
+	// members, and share.session.timeout.ms, share.heartbeat.interval.ms
+	// and share.assignment.interval.ms the Share ones, read on each
+	// heartbeat as GroupMetadataManager reads GroupConfigManager
+	// (consumerGroupSessionTimeoutMs(groupId)). Nil: no group has
+	// overrides.
+	GroupConfig func(groupID string) config.GroupConfig
+}
+
+// consumerSessionTimeout is a consumer group's session timeout: its
+// consumer.session.timeout.ms override, else the broker's.
+func (c *Config) consumerSessionTimeout(groupID string) time.Duration {
+	return c.groupOverrideMs(groupID, "consumer.session.timeout.ms", c.ConsumerSessionTimeout)
+}
+
+// consumerHeartbeatInterval is a consumer group's heartbeat interval: its
+// consumer.heartbeat.interval.ms override, else the broker's.
+func (c *Config) consumerHeartbeatInterval(groupID string) time.Duration {
+	return c.groupOverrideMs(groupID, "consumer.heartbeat.interval.ms", c.ConsumerHeartbeatInterval)
+}
+
+func (c *Config) groupOverrideMs(groupID, key string, def time.Duration) time.Duration {
+	if c.GroupConfig == nil {
+		return def
+	}
+	v, ok := c.GroupConfig(groupID).Override(key)
+	if !ok {
+		return def
+	}
+	ms, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || ms <= 0 {
+		return def
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // FromBrokerConfig reads the coordinator settings of server.properties.

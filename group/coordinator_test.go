@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kgo-broker/kgo-broker/config"
 	"github.com/kgo-broker/kgo-broker/coordinator"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
 )
@@ -19,6 +20,8 @@ type harness struct {
 	log   *coordinator.MemLog
 	cache *metadatacache.Cache
 	c     *Coordinator
+	// groupConfig, when set, is the coordinator's Config.GroupConfig.
+	groupConfig func(string) config.GroupConfig
 }
 
 var topicT = [16]byte{1, 2, 3}
@@ -57,7 +60,7 @@ func (h *harness) start() {
 	if h.c != nil {
 		h.c.Close()
 	}
-	h.c = New(Config{NodeID: 1, Writer: h.log, Clock: h.clock, Image: h.cache.Image, OffsetsTopicPartitions: 1})
+	h.c = New(Config{NodeID: 1, Writer: h.log, Clock: h.clock, Image: h.cache.Image, OffsetsTopicPartitions: 1, GroupConfig: h.groupConfig})
 	h.c.OnImage(nil, h.cache.Image())
 	synctest.Wait()
 	h.t.Cleanup(h.c.Close)

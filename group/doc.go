@@ -115,7 +115,11 @@
 // that member released them (UNRELEASED_PARTITIONS), and only then does the
 // member move to the target epoch (STABLE). Members that stop heartbeating
 // are fenced after group.consumer.session.timeout.ms; a member that does
-// not revoke within its rebalance timeout is fenced too.
+// not revoke within its rebalance timeout is fenced too. A group's
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms GROUP
+// configs (KIP-848 group configs, Config.GroupConfig) replace the broker's
+// two for its members, read at each heartbeat as GroupMetadataManager reads
+// GroupConfigManager.
 //
 // # Share groups (share*.go, KIP-932)
 //

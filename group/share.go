@@ -235,7 +235,7 @@ func (s *shard) shareGroupInt(groupID, key string, def time.Duration) time.Durat
 	if s.c.cfg.GroupConfig == nil {
 		return def
 	}
-	if v, ok := s.c.cfg.GroupConfig(groupID)[key]; ok {
+	if v, ok := s.c.cfg.GroupConfig(groupID).Override(key); ok {
 		if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 0 {
 			return time.Duration(n) * time.Millisecond
 		}

@@ -20,6 +20,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"github.com/kgo-broker/kgo-broker/config"
 	"maps"
 	"slices"
 	"strconv"
@@ -175,10 +176,12 @@ func (f *fakePersister) ReadStateSummary(_ context.Context, req *kmsg.ReadShareG
 }
 
 // groupConfig is Config.GroupConfig: called on the coordinator's loop.
-func (r *runner) groupConfig(id string) map[string]string {
+// The overrides resolve over Kafka's defaults (a nil broker config).
+func (r *runner) groupConfig(id string) config.GroupConfig {
 	r.cfgMu.Lock()
 	defer r.cfgMu.Unlock()
-	return maps.Clone(r.groupCfgs[id])
+	var bc *config.Config
+	return bc.ResolveGroupConfig(maps.Clone(r.groupCfgs[id]))
 }
 
 // topicName names a topic id from the current image ("?" if unknown).

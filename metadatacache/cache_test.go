@@ -693,3 +693,28 @@ func TestChanges(t *testing.T) {
 		t.Fatalf("snapshot load: %d deliveries", len(got))
 	}
 }
+
+// GROUP config resources (type 32) are kept like any other, survive a
+// topic removal, and GroupConfigs returns only that group's overrides.
+func TestGroupConfigs(t *testing.T) {
+	c := bootstrap(t)
+	img := apply(t, c, cfg(ConfigResourceGroup, "g1", "share.auto.offset.reset", strp("earliest")),
+		cfg(ConfigResourceGroup, "g1", "share.delivery.count.limit", strp("3")),
+		cfg(ConfigResourceGroup, "g2", "consumer.session.timeout.ms", strp("50000")),
+		&RemoveTopicRecord{TopicID: fooID})
+	if g := img.GroupConfigs("g1"); len(g) != 2 || g["share.auto.offset.reset"] != "earliest" || g["share.delivery.count.limit"] != "3" {
+		t.Fatalf("g1 %v", g)
+	}
+	if img.GroupConfigs("g3") != nil || (*Image)(nil).GroupConfigs("g1") != nil {
+		t.Fatal("unknown group has configs")
+	}
+	g := img.GroupConfigs("g1")
+	g["x"] = "y" // a copy
+	img = apply(t, c, cfg(ConfigResourceGroup, "g1", "share.auto.offset.reset", nil), cfg(ConfigResourceGroup, "g2", "consumer.session.timeout.ms", nil))
+	if g := img.GroupConfigs("g1"); len(g) != 1 || g["share.delivery.count.limit"] != "3" {
+		t.Fatalf("g1 after delete %v", g)
+	}
+	if img.GroupConfigs("g2") != nil {
+		t.Fatal("g2 kept")
+	}
+}

@@ -324,6 +324,17 @@ func (m *Image) DefaultBrokerConfig() map[string]string {
 	return m.Configs(ConfigResource{ConfigResourceBroker, ""})
 }
 
+// GroupConfigs returns a copy of the dynamic configs set on a group (the
+// GROUP config resource, KIP-848/KIP-932 group configs): only the
+// overrides, nil if none. config.(*Config).ResolveGroupConfig turns them
+// into the group's effective settings. A nil image has none.
+func (m *Image) GroupConfigs(groupID string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return m.Configs(ConfigResource{ConfigResourceGroup, groupID})
+}
+
 // ConfigResources returns the resources that have configs, ordered by type then name.
 func (m *Image) ConfigResources() []ConfigResource {
 	out := slices.Collect(maps.Keys(m.configs))
