@@ -77,8 +77,14 @@ func parseShareKey(key string) (group string, topicID [16]byte, partition int32,
 	if strings.TrimSpace(group) == "" {
 		return "", topicID, 0, false
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(tokens[n-2])
-	if err != nil || len(raw) != 16 {
+	// Uuid.fromString: at most 24 characters of URL-safe base64, the
+	// padding optional (java.util.Base64's URL decoder takes both).
+	enc, id := base64.RawURLEncoding, tokens[n-2]
+	if strings.HasSuffix(id, "=") {
+		enc = base64.URLEncoding
+	}
+	raw, err := enc.DecodeString(id)
+	if len(id) > 24 || err != nil || len(raw) != 16 {
 		return "", topicID, 0, false
 	}
 	copy(topicID[:], raw)

@@ -283,10 +283,24 @@ func (m *Manager) Acknowledge(ctx context.Context, group, member string, parts [
 
 // CloseSession closes a member's share session (the final epoch) and
 // releases the member's records in its partitions
-// (SharePartitionManager.releaseSession).
+// (SharePartitionManager.releaseSession); the group's last session
+// leaving drops its share partitions (ShareSessionCache.remove tells
+// ShareGroupListener.onGroupEmpty).
 func (m *Manager) CloseSession(ctx context.Context, group, member string) {
 	parts := m.Sessions.Close(group, member)
 	if len(parts) > 0 {
 		m.releaseMember(ctx, group, member, parts)
+	}
+	m.maybeGroupEmpty(group)
+}
+
+// maybeGroupEmpty drops a group's share partitions once it has no share
+// session left on this node, so that the next member's fetch loads the
+// persisted state again: the only way a leader learns that the share
+// state was reset (AlterShareGroupOffsets, which needs an empty group,
+// writes a new state epoch) before it acquires from stale state.
+func (m *Manager) maybeGroupEmpty(group string) {
+	if m.Sessions.groupSessions(group) == 0 {
+		m.OnGroupEmpty(group)
 	}
 }

@@ -432,6 +432,7 @@ func (m *Manager) ExpireLocks(ctx context.Context) {
 func (m *Manager) OnMemberLeft(group, member string) {
 	m.Sessions.Close(group, member)
 	m.releaseMember(context.Background(), group, member, nil)
+	m.maybeGroupEmpty(group)
 }
 
 // BindSession ties the member's share session, just opened, to the
@@ -460,9 +461,7 @@ func (m *Manager) connectionClosed(group, member string, conn uint64) {
 	if len(parts) > 0 {
 		m.releaseMember(ctx, group, member, parts)
 	}
-	if m.Sessions.groupSessions(group) == 0 {
-		m.OnGroupEmpty(group)
-	}
+	m.maybeGroupEmpty(group)
 }
 
 // OnGroupEmpty drops a share group's share partitions from memory when its
