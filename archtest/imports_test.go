@@ -30,10 +30,11 @@ var allowed = map[string][]string{
 	"security/authorizer":   {},
 	"controller":            {"raft", "metadatacache", "config", "security", "security/authorizer"},
 	"replication":           {"storage", "storage/vfs", "metadatacache", "protocol"},
-	"group":                 {"coordinator", "metadatacache", "config"},
+	"group":                 {"coordinator", "metadatacache", "config", "sharestate"},
 	"txn":                   {"coordinator", "metadatacache", "config"},
 	"sharestate":            {},
 	"sharecoord":            {"coordinator", "metadatacache", "config", "sharestate"},
+	"share":                 {"storage", "sharestate"},
 }
 
 // everywhere may be imported by every room: the ranked mutexes of

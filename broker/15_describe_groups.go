@@ -6,9 +6,10 @@ package broker
 //   - Classic groups: state, protocol type, and members (member id,
 //     instance id, client id, client host). Protocol, member metadata and
 //     assignments only while Stable, as Kafka.
-//   - Unknown groups (and KIP-848 groups, which ConsumerGroupDescribe
-//     describes): state "Dead"; v6 adds GROUP_ID_NOT_FOUND with a message
-//     (KIP-1043).
+//   - Unknown groups (and KIP-848 and share groups, which
+//     ConsumerGroupDescribe and ShareGroupDescribe describe): state "Dead";
+//     v6 adds GROUP_ID_NOT_FOUND with a message ("Group g is not a classic
+//     group.", KIP-1043).
 //   - Per group INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
 //   - Authorized operations are not computed (INT32_MIN).
 //

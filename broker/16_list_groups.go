@@ -5,7 +5,8 @@ package broker
 // Behavior:
 //   - The groups of the __consumer_offsets partitions this node leads:
 //     group id, protocol type ("consumer", or "" for simple groups), state
-//     (v4+) and type "classic" / "consumer" (v5+).
+//     (v4+) and type "classic" / "consumer" / "share" (v5+; share groups,
+//     KIP-932, have protocol type "share" and states Empty / Stable).
 //   - StatesFilter (v4+) and TypesFilter (v5+) match case-insensitively.
 //   - COORDINATOR_LOAD_IN_PROGRESS while a partition is still loading (the
 //     groups of the loaded ones are listed too).

@@ -7,6 +7,10 @@ package broker
 //     group with members), INVALID_GROUP_ID, NOT_COORDINATOR,
 //     COORDINATOR_LOAD_IN_PROGRESS. A deleted group's offsets and metadata
 //     get tombstones in __consumer_offsets.
+//   - Share groups (KIP-932): their share state is deleted first, through
+//     the persister (DeleteShareGroupState), as Kafka's
+//     GroupCoordinatorService.deleteGroups; its error fails the group's
+//     deletion, which can be retried.
 //
 // Version notes: v1 no change; v2 flexible; v3 a per-group error message
 // (KIP-1331), which Kafka fills only for streams groups (their internal
@@ -35,5 +39,5 @@ func handleDeleteGroups(ctx context.Context, b *Broker, req *protocol.Request) (
 		}
 		return protocol.Response{Msg: resp}, nil
 	}
-	return protocol.Response{Msg: b.groups.DeleteGroups(r)}, nil
+	return protocol.Response{Msg: b.groups.DeleteGroups(ctx, r)}, nil
 }

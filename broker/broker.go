@@ -32,6 +32,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/protocol"
 	"github.com/kgo-broker/kgo-broker/replication"
 	"github.com/kgo-broker/kgo-broker/security/authorizer"
+	"github.com/kgo-broker/kgo-broker/share"
 	"github.com/kgo-broker/kgo-broker/sharecoord"
 	"github.com/kgo-broker/kgo-broker/sharestate"
 	"github.com/kgo-broker/kgo-broker/txn"
@@ -54,11 +55,22 @@ type Broker struct {
 	txn      *txn.Coordinator   // transaction coordinator (txn/); nil without the broker role
 	peers    *brokerClients     // requests to other brokers (interbroker.go); nil without the broker role
 
-	// shareCoord is the share coordinator (sharecoord/, KIP-932) and
-	// sharePersister the client of it that share partitions and the group
-	// coordinator use (share_persister.go); nil without the broker role.
-	shareCoord     *sharecoord.Coordinator
-	sharePersister sharestate.Persister
+	// Share groups (KIP-932). shareCoord is the share coordinator
+	// (sharecoord/) and sharePersister the client of it that share
+	// partitions and the group coordinator use (share_persister.go); nil
+	// without the broker role. shareMemberLeft is told, on a group
+	// coordinator loop, that a share group member left or was fenced (the
+	// share partitions release its records, share_groups.go); it must not
+	// block; nil: no one to tell.
+	shareCoord      *sharecoord.Coordinator
+	sharePersister  sharestate.Persister
+	shareMemberLeft func(groupID, memberID string)
+	// shares are the share partitions of the partitions this node leads
+	// (KIP-932, shares.go); nil without the broker role.
+	shares *share.Manager
+	// shareGroupConfig returns a share group's configs; nil reads the
+	// image's GROUP config resources.
+	shareGroupConfig func(groupID string) map[string]string
 
 	// controllerHandler serves controller-listener APIs (raft and controller
 	// RPCs); nil when this node is not a controller.

@@ -469,14 +469,37 @@ func (n *Node) start(ctx context.Context) error {
 	// coordinators through the peers (txn_verifier.go).
 	n.replicas.SetTxnSettings(txnSettingsFrom(ctx, cfg, n.broker.peers, n.cache.Image, n.logger.Named("txn-verifier")))
 
+	// The share coordinator follows the __share_group_state leaders after
+	// the replica manager (sharecoord/doc.go); the persister reaches it,
+	// here or on other nodes, through the peers (share_persister.go). Both
+	// come before the group coordinator, which initializes share state
+	// through the persister.
+	sc := sharecoord.FromBrokerConfig(cfg)
+	sc.Writer = coordinatorWriter{replicas: n.replicas} // as the group coordinator: both are Kafka's CoordinatorPartitionWriter
+	sc.Logger, sc.Image, sc.Controller = n.logger.Named("sharecoord"), n.cache.Image, requestorFunc(n.channel.Request)
+	n.broker.shareCoord = sharecoord.New(sc)
+	n.cache.Subscribe(n.broker.shareCoord.OnImage)
+	n.broker.shareCoord.OnImage(nil, n.cache.Image())
+	n.broker.sharePersister = newSharePersister(n.broker, n.logger.Named("share-persister"))
+	// Share partitions (KIP-932) on the partitions this node leads, after
+	// the replica manager and the persister, before the group coordinator
+	// that tells them of members leaving; dropped when their leadership
+	// moves (shares.go).
+	n.broker.shares = newShareManager(cfg, n.broker, now)
+	n.broker.shareMemberLeft = n.broker.sharesMemberLeft
+	n.cache.Subscribe(n.broker.sharesOnImage)
+	go n.broker.runShares(ctx)
+
 	// The group coordinator follows the __consumer_offsets leaders after
 	// the replica manager (group/doc.go).
 	gc := group.FromBrokerConfig(cfg)
 	gc.Writer = coordinatorWriter{replicas: n.replicas}
 	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
-	// KIP-848 group configs: a group's consumer.* overrides (GROUP config
-	// resources in the metadata image) over the broker's group.consumer.*.
+	// KIP-848/KIP-932 group configs: a group's consumer.* and share.*
+	// overrides (GROUP config resources in the metadata image) over the
+	// broker's group.* values.
 	gc.GroupConfig = n.broker.GroupConfig
+	n.broker.wireShareGroups(&gc) // share_groups.go: needs sharePersister
 	n.broker.groups = group.New(gc)
 	n.cache.Subscribe(n.broker.groups.OnImage)
 	n.broker.groups.OnImage(nil, n.cache.Image())
@@ -490,17 +513,6 @@ func (n *Node) start(ctx context.Context) error {
 	n.broker.txn = txn.New(tc)
 	n.cache.Subscribe(n.broker.txn.OnImage)
 	n.broker.txn.OnImage(nil, n.cache.Image())
-
-	// The share coordinator follows the __share_group_state leaders after
-	// the replica manager (sharecoord/doc.go); the persister reaches it,
-	// here or on other nodes, through the peers (share_persister.go).
-	sc := sharecoord.FromBrokerConfig(cfg)
-	sc.Writer = coordinatorWriter{replicas: n.replicas} // as the group coordinator: both are Kafka's CoordinatorPartitionWriter
-	sc.Logger, sc.Image, sc.Controller = n.logger.Named("sharecoord"), n.cache.Image, requestorFunc(n.channel.Request)
-	n.broker.shareCoord = sharecoord.New(sc)
-	n.cache.Subscribe(n.broker.shareCoord.OnImage)
-	n.broker.shareCoord.OnImage(nil, n.cache.Image())
-	n.broker.sharePersister = newSharePersister(n.broker, n.logger.Named("share-persister"))
 
 	n.lifecycle = newLifecycle(n.channel, n.registration(), time.Duration(cfg.Int("broker.heartbeat.interval.ms"))*time.Millisecond,
 		func() int64 { return n.cache.Image().Offset }, n.logger.Named("lifecycle"))

@@ -499,6 +499,9 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 			for id, g := range s.cgs {
 				part = append(part, groupSummary{id, "consumer", g.stateString(), "consumer"})
 			}
+			for id, g := range s.sgs {
+				part = append(part, groupSummary{id, "share", g.stateString(), "share"})
+			}
 			return nil
 		})
 		switch {
@@ -547,7 +550,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			if g == nil {
 				rg.State = "Dead"
 				msg := fmt.Sprintf("Group %s not found.", id)
-				if s.cgs[id] != nil {
+				if s.cgs[id] != nil || s.sgs[id] != nil {
 					msg = fmt.Sprintf("Group %s is not a classic group.", id)
 				}
 				if req.Version >= 6 {
@@ -587,14 +590,19 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 	return r
 }
 
-// DeleteGroups serves DeleteGroups v0-2.
-func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+// DeleteGroups serves DeleteGroups v0-3. A share group's share state is
+// deleted through the persister first (deleteShareGroupState), as Kafka's
+// GroupCoordinatorService.deleteGroups does; a failure there fails the
+// group's deletion.
+func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	r := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
 		if id == "" {
 			rg.ErrorCode = kerr.InvalidGroupID.Code
+		} else if err := c.deleteShareGroupState(ctx, id); err != nil {
+			rg.ErrorCode = code(err)
 		} else {
 			rg.ErrorCode = code(c.with(id, func(s *shard) error { return s.deleteGroup(id) }))
 		}
@@ -638,6 +646,12 @@ func (s *shard) deleteGroup(id string) error {
 			return kerr.NonEmptyGroup
 		}
 		recs = append(recs, s.consumerGroupTombstones(cg)...)
+	case s.sgs[id] != nil:
+		sg := s.sgs[id]
+		if len(sg.members) > 0 {
+			return kerr.NonEmptyGroup
+		}
+		recs = append(recs, s.shareGroupTombstones(sg)...)
 	default:
 		return kerr.GroupIDNotFound
 	}
@@ -653,6 +667,8 @@ func (s *shard) deleteGroup(id string) error {
 		s.cancelConsumerGroupTimers(cg)
 	}
 	delete(s.cgs, id)
+	delete(s.sgs, id)
+	delete(s.shareMeta, id)
 	return nil
 }
 

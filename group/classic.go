@@ -509,6 +509,11 @@ func (s *shard) classicJoin(jr joinRequest) *parked[*kmsg.JoinGroupResponse] {
 		answer(s, out, &kmsg.JoinGroupResponse{ErrorCode: code, MemberID: memberID, Generation: -1})
 		return out
 	}
+	if s.sgs[req.Group] != nil {
+		// A share group's id cannot be joined with the classic protocol
+		// (GroupMetadataManager.classicGroupJoin).
+		return reply(kerr.InconsistentGroupProtocol.Code, req.MemberID)
+	}
 	if cg := s.cgs[req.Group]; cg != nil {
 		if !cg.isEmpty() {
 			return reply(kerr.InconsistentGroupProtocol.Code, req.MemberID)

@@ -172,6 +172,7 @@ func (s *shard) consumerGroupFor(id string) *consumerGroup {
 		g = newConsumerGroup(id)
 		s.cgs[id] = g
 		delete(s.groups, id)
+		delete(s.sgs, id)
 	}
 	return g
 }
@@ -642,6 +643,9 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	}
 	g := s.cgs[req.Group]
 	var pre []record
+	if g == nil && s.sgs[req.Group] != nil {
+		return nil, errMsg(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.Group)
+	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
 			return nil, errMsg(kerr.GroupIDNotFound, "Consumer group %s not found.", req.Group)
@@ -890,7 +894,7 @@ func (s *shard) describeConsumerGroup(id string, rg *kmsg.ConsumerGroupDescribeR
 	g := s.cgs[id]
 	if g == nil {
 		msg := fmt.Sprintf("Group %s not found.", id)
-		if s.groups[id] != nil {
+		if s.groups[id] != nil || s.sgs[id] != nil {
 			msg = fmt.Sprintf("Group %s is not a consumer group.", id)
 		}
 		rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -138,7 +139,7 @@ func TestConsumerGroupReconciliation(t *testing.T) {
 		if d.Groups[0].State != "Empty" {
 			t.Fatalf("after session timeout: %+v", d.Groups[0])
 		}
-		del := h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"cg"}})
+		del := h.c.DeleteGroups(context.Background(), &kmsg.DeleteGroupsRequest{Groups: []string{"cg"}})
 		wantErr(t, del.Groups[0].ErrorCode, nil)
 		h.start()
 		if lg := h.c.ListGroups(&kmsg.ListGroupsRequest{Version: 5}); len(lg.Groups) != 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/kgo-broker/kgo-broker/coordinator"
 	"github.com/kgo-broker/kgo-broker/lockrank"
 	"github.com/kgo-broker/kgo-broker/metadatacache"
+	"github.com/kgo-broker/kgo-broker/sharestate"
 )
 
 // OffsetsTopic is Kafka's internal topic of group metadata and offsets.
@@ -55,13 +56,33 @@ type Config struct {
 	ConsumerMaxSize           int           // group.consumer.max.size
 	ConsumerAssignors         []string      // group.consumer.assignors (uniform, range)
 
-	// GroupConfig returns a group's dynamic GROUP configs (KIP-848 group
-	// configs), overrides clamped to the broker's bounds: a group's
+	// Share groups (KIP-932, share.go).
+	ShareSessionTimeout          time.Duration // group.share.session.timeout.ms (45 s)
+	ShareHeartbeatInterval       time.Duration // group.share.heartbeat.interval.ms (5 s)
+	ShareMaxSize                 int           // group.share.max.size (200)
+	ShareInitializeRetryInterval time.Duration // group.share.initialize.retry.interval.ms (30 s)
+	ShareAssignmentInterval      time.Duration // group.share.assignment.interval.ms (1 s); negative = 0
+	// SharePersister reaches the share coordinator (share state of the
+	// groups' partitions). Nil: partitions are never initialized, so share
+	// groups get no assignment.
+	SharePersister sharestate.Persister
+	// OnShareMemberLeft is called once a share group member's removal
+	// (leave, session expiry) is committed, on the coordinator's loop: the
+	// share partitions release the records it acquired. It must not block.
+	OnShareMemberLeft func(groupID, memberID string)
+	// LatestOffset is a partition's latest offset, for the lag of
+	// DescribeShareGroupOffsets v1 (KIP-1226); nil: lag -1. An error (a
+	// kerr error) is answered for the partition.
+	LatestOffset func(ctx context.Context, topicID [16]byte, partition int32) (int64, error)
+	// GroupConfig returns a group's dynamic GROUP configs (KIP-848/KIP-932
+	// group configs), overrides clamped to the broker's bounds: a group's
 	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms
 	// replace ConsumerSessionTimeout and ConsumerHeartbeatInterval for its
-	// members, read on each heartbeat as GroupMetadataManager reads
-	// GroupConfigManager (consumerGroupSessionTimeoutMs(groupId)). Nil: no
-	// group has overrides.
+	// members, and share.session.timeout.ms, share.heartbeat.interval.ms
+	// and share.assignment.interval.ms the Share ones, read on each
+	// heartbeat as GroupMetadataManager reads GroupConfigManager
+	// (consumerGroupSessionTimeoutMs(groupId)). Nil: no group has
+	// overrides.
 	GroupConfig func(groupID string) config.GroupConfig
 }
 
@@ -113,7 +134,20 @@ func FromBrokerConfig(bc *config.Config) Config {
 		ConsumerHeartbeatInterval:     msi("group.consumer.heartbeat.interval.ms"),
 		ConsumerMaxSize:               int(bc.Int("group.consumer.max.size")),
 		ConsumerAssignors:             bc.List("group.consumer.assignors"),
+		ShareSessionTimeout:           msi("group.share.session.timeout.ms"),
+		ShareHeartbeatInterval:        msi("group.share.heartbeat.interval.ms"),
+		ShareMaxSize:                  int(bc.Int("group.share.max.size")),
+		ShareInitializeRetryInterval:  msi("group.share.initialize.retry.interval.ms"),
+		ShareAssignmentInterval:       zeroIsNegative(msi("group.share.assignment.interval.ms")),
 	}
+}
+
+// zeroIsNegative keeps a configured 0 from being read as "take the default".
+func zeroIsNegative(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func (c *Config) defaults() {
@@ -163,6 +197,13 @@ func (c *Config) defaults() {
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
+	def(&c.ShareSessionTimeout, 45*time.Second)
+	def(&c.ShareHeartbeatInterval, 5*time.Second)
+	if c.ShareMaxSize <= 0 {
+		c.ShareMaxSize = 200
+	}
+	def(&c.ShareInitializeRetryInterval, 30*time.Second)
+	def(&c.ShareAssignmentInterval, time.Second)
 }
 
 // Coordinator is the group coordinator of one node: a shard per
@@ -316,6 +357,7 @@ func (c *Coordinator) OnImage(old, img *metadatacache.Image) {
 		}
 		if len(deleted) > 0 {
 			c.onTopicsDeleted(deleted)
+			c.onShareTopicsDeleted(old, img)
 		}
 	}
 	want := map[int32]int32{} // partition -> leader epoch

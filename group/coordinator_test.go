@@ -254,7 +254,7 @@ func TestClassicJoinSyncHeartbeat(t *testing.T) {
 		wantErr(t, dg.Groups[0].ErrorCode, kerr.GroupIDNotFound)
 
 		// Leaving empties the group; DeleteGroups then works.
-		del := h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"g"}})
+		del := h.c.DeleteGroups(context.Background(), &kmsg.DeleteGroupsRequest{Groups: []string{"g"}})
 		wantErr(t, del.Groups[0].ErrorCode, kerr.NonEmptyGroup)
 		lr := h.c.LeaveGroup(&kmsg.LeaveGroupRequest{Version: 3, Group: "g", Members: []kmsg.LeaveGroupRequestMember{{MemberID: id1}, {MemberID: "ghost"}}})
 		wantErr(t, lr.ErrorCode, nil)
@@ -268,7 +268,7 @@ func TestClassicJoinSyncHeartbeat(t *testing.T) {
 		if len(lg.Groups) != 0 {
 			t.Fatalf("filtered list: %+v", lg.Groups)
 		}
-		del = h.c.DeleteGroups(&kmsg.DeleteGroupsRequest{Groups: []string{"g", "g"}})
+		del = h.c.DeleteGroups(context.Background(), &kmsg.DeleteGroupsRequest{Groups: []string{"g", "g"}})
 		wantErr(t, del.Groups[0].ErrorCode, nil)
 		wantErr(t, del.Groups[1].ErrorCode, kerr.GroupIDNotFound)
 	})

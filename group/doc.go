@@ -7,7 +7,7 @@
 // __consumer_offsets partition this node leads, each owning that
 // partition's shard (Kafka's GroupCoordinatorShard).
 //
-//	broker/08..16,28,42,47,68,69 ─► Coordinator ─rt.Run(partition of group, op)─► event loop ─► shard
+//	broker/08..16,28,42,47,68,69,76,77,90..92 ─► Coordinator ─rt.Run(partition of group, op)─► event loop ─► shard
 //	WriteTxnMarkers ─CompleteTransaction─┘ │      (one per partition led here)        │ ctx.Append
 //	metadatacache ─OnImage─► rt.SetLeaders: load (replay the log) / unload            ▼
 //	controller ◄─CreateTopics (first FindCoordinator)                        coordinator.Writer
@@ -121,8 +121,55 @@
 // two for its members, read at each heartbeat as GroupMetadataManager reads
 // GroupConfigManager.
 //
+// # Share groups (share*.go, KIP-932)
+//
+//	Empty ──member joins──► Stable ──last member leaves / expires──► Empty
+//	Dead: deleted (DeleteGroups, after its share state was deleted)
+//
+// Members consume the same partitions together; the share partitions on
+// the partition leaders (package share) hand records out and take
+// acknowledgements, and the share coordinator keeps their state
+// (sharestate.Persister). Here: ShareGroupHeartbeat (epoch 0 joins with
+// a client-made member id, KIP-1082; -1 leaves), the target assignment by
+// the "simple" assignor (share_assignor.go: each partition shared by
+// ceil(members / partitions) members, balanced, sticky) computed at most
+// every group.share.assignment.interval.ms (KIP-1263), members moving to
+// their target at once (no revocation), session expiry
+// (group.share.session.timeout.ms or the GROUP config
+// share.session.timeout.ms), group.share.max.size. Records: key types
+// 10-15 (share_records.go).
+//
+// Share state initialization (share_state.go, Kafka 4.1+): a partition is
+// assignable only once the share coordinator holds its state. A heartbeat
+// that finds subscribed partitions without it records them as
+// initializing (ShareGroupStatePartitionMetadata) and, after that write,
+// its request goroutine calls Persister.InitializeState (start offset -1,
+// which the share partition resolves with share.auto.offset.reset; 0 for
+// partitions added to a topic the group already has state for); the
+// answer is applied by another operation (all initialized; or, when any
+// partition failed, none: they stop initializing, the heartbeat answers
+// the persister's error and the next one retries; an unanswered call is
+// retried after group.share.initialize.retry.interval.ms). The next heartbeat
+// sees initialized partitions the target lacks and moves the group epoch.
+// DeleteGroups, DeleteShareGroupOffsets and AlterShareGroupOffsets (empty
+// groups only) go the same way through DeleteState / InitializeState,
+// recording deleting topics first so a failure can be retried;
+// DescribeShareGroupOffsets reads ReadStateSummary. Deleted topics leave
+// the metadata. A member's removal, once committed, is told to the share
+// partitions (Config.OnShareMemberLeft) so they release its records.
+// A share group's id is refused by the other protocols: JoinGroup answers
+// INCONSISTENT_GROUP_PROTOCOL, ConsumerGroupHeartbeat and the offset APIs
+// GROUP_ID_NOT_FOUND ("Group g is not a consumer group."), as Kafka.
+//
 // # Differences from Kafka
 //
+//   - Share groups write MetadataHash 0 in ShareGroupMetadata (Kafka
+//     hashes the subscribed topics' metadata); the subscription metadata
+//     is recomputed from the image instead, so a Kafka node loading this
+//     log bumps the group epoch once. The assignment is computed on the
+//     loop (group.share.assignor.offload.enable is not honoured), and the
+//     simple assignor sorts where Kafka iterates hash maps, so among
+//     equally balanced assignments it may pick another one.
 //   - Classic-protocol members cannot join a non-empty KIP-848 group (no
 //     online migration, group.consumer.migration.policy): JoinGroup answers
 //     INCONSISTENT_GROUP_PROTOCOL. Empty groups are converted both ways.

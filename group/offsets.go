@@ -31,6 +31,10 @@ type commitRequest struct {
 // It may create a simple classic group. The returned check is per
 // partition (nil: none).
 func (s *shard) validateCommit(cr commitRequest) (func(topic string, p int32) error, error) {
+	if s.sgs[cr.group] != nil {
+		// Share groups keep no offsets here (ShareGroup.validateOffsetCommit).
+		return nil, errMsg(kerr.GroupIDNotFound, "Group %s is not a consumer group.", cr.group)
+	}
 	if cg := s.cgs[cr.group]; cg != nil {
 		check, err := cg.validateOffsetCommit(cr.memberID, cr.instanceID, cr.generation, cr.version, cr.txn)
 		if check == nil || err != nil {
@@ -244,6 +248,9 @@ func (s *shard) completeTxn(producerID int64, producerEpoch int16, coordinatorEp
 // UNSTABLE_OFFSET_COMMIT; otherwise pending transactional offsets are not
 // visible, the committed ones are.
 func (s *shard) fetchOffsets(group string, memberID *string, memberEpoch int32, topics []kmsg.OffsetFetchRequestTopic, all, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, error) {
+	if s.sgs[group] != nil {
+		return nil, errMsg(kerr.GroupIDNotFound, "Group %s is not a consumer group.", group)
+	}
 	if cg := s.cgs[group]; cg != nil {
 		if err := cg.validateOffsetFetch(memberID, memberEpoch); err != nil {
 			return nil, err
@@ -301,6 +308,9 @@ func fetched(p int32, o offsetEntry, ok bool) kmsg.OffsetFetchResponseGroupTopic
 // transactional one (the tombstone drops both).
 func (s *shard) deleteOffsets(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDeleteResponse, valid func(string, int32) bool) error {
 	var subscribed func(string) bool
+	if s.sgs[req.Group] != nil {
+		return errMsg(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.Group)
+	}
 	switch {
 	case s.cgs[req.Group] != nil:
 		cg := s.cgs[req.Group]

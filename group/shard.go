@@ -22,6 +22,10 @@ type shard struct {
 
 	groups map[string]*classicGroup
 	cgs    map[string]*consumerGroup
+	sgs    map[string]*shareGroup // share groups (share.go)
+	// shareMeta is each share group's ShareGroupStatePartitionMetadata
+	// (share_state.go); it may outlive or precede its group.
+	shareMeta map[string]*shareStateMeta
 	// offsets are the committed offsets.
 	offsets offsetMap
 	// pending are the transactional offsets of ongoing transactions, by
@@ -139,11 +143,13 @@ var _ coordinator.Shard = (*shard)(nil)
 func newShard(c *Coordinator, ctx *coordinator.Context) *shard {
 	return &shard{
 		c: c, ctx: ctx,
-		groups:   map[string]*classicGroup{},
-		cgs:      map[string]*consumerGroup{},
-		offsets:  offsetMap{},
-		pending:  map[int64]offsetMap{},
-		openTxns: openTxns{},
+		groups:    map[string]*classicGroup{},
+		cgs:       map[string]*consumerGroup{},
+		sgs:       map[string]*shareGroup{},
+		shareMeta: map[string]*shareStateMeta{},
+		offsets:   offsetMap{},
+		pending:   map[int64]offsetMap{},
+		openTxns:  openTxns{},
 	}
 }
 
@@ -170,10 +176,13 @@ func (s *shard) Loaded() {
 	for _, g := range s.cgs {
 		s.onConsumerGroupLoaded(g)
 	}
-	if len(s.groups)+len(s.cgs) > 0 {
+	for _, g := range s.sgs {
+		s.onShareGroupLoaded(g)
+	}
+	if len(s.groups)+len(s.cgs)+len(s.sgs) > 0 {
 		s.c.log.Info("loaded group coordinator partition", zap.Int32("partition", s.ctx.Partition()),
 			zap.Int32("epoch", s.ctx.LeaderEpoch()), zap.Int("classic_groups", len(s.groups)),
-			zap.Int("consumer_groups", len(s.cgs)), zap.Int("open_transactions", len(s.pending)))
+			zap.Int("consumer_groups", len(s.cgs)), zap.Int("share_groups", len(s.sgs)), zap.Int("open_transactions", len(s.pending)))
 	}
 }
 
@@ -244,7 +253,7 @@ func (s *shard) replay(offset, producerID int64, k, v []byte) {
 			o.expireTs = val.ExpireTimestamp
 		}
 		// Offsets committed without group management make a simple group.
-		if s.groups[key.Group] == nil && s.cgs[key.Group] == nil {
+		if s.groups[key.Group] == nil && s.cgs[key.Group] == nil && s.sgs[key.Group] == nil {
 			s.groups[key.Group] = newClassicGroup(key.Group, s.nowMs())
 		}
 		if producerID == coordinator.NoProducer {
@@ -272,8 +281,13 @@ func (s *shard) replay(offset, producerID int64, k, v []byte) {
 			return
 		}
 		delete(s.cgs, key.Group)
+		delete(s.sgs, key.Group)
 		s.groups[key.Group] = classicGroupFromRecord(key.Group, &val)
 	default:
+		if isShareKey(ver) {
+			s.replayShare(ver, k, v)
+			return
+		}
 		s.replayConsumer(ver, k, v)
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -187,6 +188,15 @@ type runner struct {
 	calls  []*call // in flight, in the order sent
 	shown  int     // records of the log already printed
 	closed bool
+
+	// Share groups (share_transcript_test.go).
+	persister  *fakePersister
+	leftMu     sync.Mutex
+	left       []string // OnShareMemberLeft calls
+	shareNotes []string
+	sgEpoch    map[string]int32 // share member -> epoch of its last answer
+	cfgMu      sync.Mutex
+	groupCfgs  map[string]map[string]string // GROUP resource configs
 }
 
 // call is one request in flight; done receives the function that prints
@@ -203,7 +213,7 @@ var transcriptTP = coordinator.TopicPartition{Topic: OffsetsTopic, Partition: 0}
 
 func newRunner(t *testing.T) *runner {
 	r := &runner{t: t, clock: NewManualClock(time.Unix(1_700_000_000, 0)), log: coordinator.NewMemLog(true),
-		cache: metadatacache.NewCache(metadatacache.Config{}), alias: map[string]string{}, ids: map[string]string{}}
+		cache: metadatacache.NewCache(metadatacache.Config{}), alias: map[string]string{}, ids: map[string]string{}, sgEpoch: map[string]int32{}}
 	offsetsID := [16]byte{9}
 	recs := []metadatacache.Record{
 		&metadatacache.TopicRecord{Name: OffsetsTopic, TopicID: offsetsID},
@@ -216,8 +226,21 @@ func newRunner(t *testing.T) *runner {
 	if err := r.cache.Apply(metadatacache.Batch{BaseOffset: 0, LastOffset: int64(len(recs) - 1), Epoch: 1, Records: recs}); err != nil {
 		t.Fatal(err)
 	}
+	r.persister = newFakePersister(r.topicName)
 	r.c = New(Config{NodeID: 1, Writer: r.log, Clock: r.clock, Image: r.cache.Image, OffsetsTopicPartitions: 1,
-		InitialRebalanceDelay: 3 * time.Second})
+		InitialRebalanceDelay: 3 * time.Second, SharePersister: r.persister, ShareMaxSize: 3,
+		LatestOffset: func(_ context.Context, _ [16]byte, p int32) (int64, error) {
+			if p == 2 {
+				return -1, kerr.NotLeaderForPartition
+			}
+			return 100, nil
+		},
+		GroupConfig: r.groupConfig,
+		OnShareMemberLeft: func(g, m string) {
+			r.leftMu.Lock()
+			r.left = append(r.left, g+"/"+m)
+			r.leftMu.Unlock()
+		}})
 	r.c.OnImage(nil, r.cache.Image())
 	synctest.Wait()
 	return r
@@ -295,6 +318,7 @@ func (r *runner) settle(out []string, started int) []string {
 		out = append(out, fmt.Sprintf("wrote %d: %s", l.Offset, r.describe(l)))
 	}
 	r.shown = len(recs)
+	out = append(out, r.shareOutput()...)
 	return append(out, results...)
 }
 
@@ -483,7 +507,9 @@ func (r *runner) exec(line string) []string {
 		}
 		r.c.OnImage(old, r.cache.Image())
 	default:
-		r.t.Fatalf("unknown command %q", cmd)
+		if !r.shareExec(cmd, a) {
+			r.t.Fatalf("unknown command %q", cmd)
+		}
 	}
 	return r.settle(out, started)
 }
@@ -856,7 +882,7 @@ func (r *runner) deleteGroups(a args) {
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = a.pos
 	r.start("delete "+strings.Join(a.pos, ","), func() func() string {
-		resp := r.c.DeleteGroups(req)
+		resp := r.c.DeleteGroups(context.Background(), req)
 		return func() string {
 			var ps []string
 			for _, g := range resp.Groups {
@@ -1018,6 +1044,7 @@ func (r *runner) dump() []string {
 			out = append(out, fmt.Sprintf("group %s consumer %s epoch=%d members=%s", id, g.stateString(), g.epoch,
 				orDash(strings.Join(slices.Sorted(maps.Keys(g.members)), ","))))
 		}
+		out = append(out, r.shareDump(s)...)
 		for _, tp := range r.offsetLines(s.offsets) {
 			out = append(out, "offset "+tp)
 		}
@@ -1168,6 +1195,9 @@ func (r *runner) describeKV(k, v []byte) string {
 			s += " revoking=" + r.partsString(revoking)
 		}
 		return s
+	}
+	if ver := int16(binary.BigEndian.Uint16(k)); isShareKey(ver) {
+		return r.describeShareKV(ver, k, v)
 	}
 	return fmt.Sprintf("key v%d", binary.BigEndian.Uint16(k))
 }

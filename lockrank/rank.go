@@ -89,6 +89,13 @@ const (
 	ConnQuotas       Rank = 1081 // quota.ConnectionQuotas.mu (connection counts; waited on for a free slot)
 	ReplicationQuota Rank = 1082 // quota.ReplicationQuota.mu (a replication throttle's rate)
 	LogLevels        Rank = 1090 // logging.Levels.mu (the loggers' run-time levels)
+
+	// Share partitions (KIP-932): each lock is held only to read or change
+	// its own state; the Persister and the log are called with none held.
+	ShareManager      Rank = 1110 // share.Manager.mu (the share partitions by key, the parked fetches)
+	SharePartition    Rank = 1111 // share.Partition.mu (one share partition's in-flight records)
+	ShareSessions     Rank = 1112 // share.SessionCache.mu (share sessions, KIP-932)
+	ShareMemPersister Rank = 1113 // share.MemPersister.mu (the in-memory share state)
 )
 
 var names = map[Rank]string{
@@ -123,6 +130,8 @@ var names = map[Rank]string{
 	JWKS: "security.JWTValidator.mu (a leaf)", LogLevels: "logging.Levels.mu (a leaf)",
 	ReplicationQuota: "quota.ReplicationQuota.mu (a leaf)",
 	ShareCoordinator: "sharecoord.Coordinator.mu (a leaf)",
+	ShareManager:     "share.Manager.mu (a leaf)", SharePartition: "share.Partition.mu (a leaf)",
+	ShareSessions: "share.SessionCache.mu (a leaf)", ShareMemPersister: "share.MemPersister.mu (a leaf)",
 }
 
 // IsLeaf reports whether r is a leaf: nothing may be taken while holding it.
