@@ -75,15 +75,29 @@ func newShareManager(cfg *config.Config, b *Broker, now func() time.Time) *share
 	})
 }
 
-// groupConfigOf is a group's dynamic configs (share.* keys).
+// shareGroupKeys are the GROUP config keys the share partitions read.
+var shareGroupKeys = []string{"share.record.lock.duration.ms", "share.delivery.count.limit",
+	"share.partition.max.record.locks", "share.isolation.level", "share.auto.offset.reset"}
+
+// groupConfigOf is a group's effective share.* settings, resolved as
+// Kafka's GroupConfigManager does (Broker.GroupConfig: the group's
+// override, trimmed and clamped to this broker's group.share.* bounds,
+// else this broker's current group.share.* value).
 func (b *Broker) groupConfigOf(group string) map[string]string {
 	if b.shareGroupConfig != nil {
 		return b.shareGroupConfig(group)
 	}
-	if b.meta == nil {
+	if b.meta == nil || b.cfg == nil {
 		return nil
 	}
-	return b.meta.Image().Configs(metadatacache.ConfigResource{Type: metadatacache.ConfigResourceGroup, Name: group})
+	gc := b.GroupConfig(group)
+	out := make(map[string]string, len(shareGroupKeys))
+	for _, k := range shareGroupKeys {
+		if v, ok := gc.Value(k); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // sharesOnImage drops the share partitions of partitions this node no
