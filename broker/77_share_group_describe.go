@@ -57,6 +57,15 @@ func handleShareGroupDescribe(ctx context.Context, b *Broker, req *protocol.Requ
 		}
 	}
 	resp := b.groups.ShareGroupDescribe(&cp)
+	// The coordinator's errors carry Kafka's message (Errors.message()), as
+	// GroupCoordinatorService.shareGroupDescribe answers them.
+	for i := range resp.Groups {
+		if g := &resp.Groups[i]; g.ErrorCode != 0 && g.ErrorMessage == nil {
+			if e, ok := kerr.ErrorForCode(g.ErrorCode).(*kerr.Error); ok {
+				g.ErrorMessage = strPtr(e.Description)
+			}
+		}
+	}
 	img := b.meta.Image()
 	for i := range resp.Groups {
 		g := &resp.Groups[i]

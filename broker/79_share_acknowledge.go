@@ -62,12 +62,14 @@ func handleShareAcknowledge(ctx context.Context, b *Broker, req *protocol.Reques
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Invalid member id in the request.")
 		return protocol.Response{Msg: resp}, nil
 	}
-	if r.Version >= 2 {
-		resp.AcquisitionLockTimeoutMillis = int32(min(b.shares.LockMs(group), 1<<31-1))
-	}
 	if err := b.shares.Sessions.Acknowledge(group, member, r.ShareSessionEpoch, b.shareNowMs()); err != nil {
+		// A session error answers no lock timeout (0), as Kafka's
+		// ShareAcknowledgeResponse.of an error does.
 		resp.ErrorCode = shareErrCode(err)
 		return protocol.Response{Msg: resp}, nil
+	}
+	if r.Version >= 2 {
+		resp.AcquisitionLockTimeoutMillis = int32(min(b.shares.LockMs(group), 1<<31-1))
 	}
 	img := b.meta.Image()
 	var parts []*sharePart

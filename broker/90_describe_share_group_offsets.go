@@ -50,6 +50,13 @@ func handleDescribeShareGroupOffsets(ctx context.Context, b *Broker, req *protoc
 			rg.GroupID, rg.ErrorCode = g.GroupID, kerr.GroupAuthorizationFailed.Code
 		default:
 			rg = b.describeShareGroupOffsets(ctx, req, g)
+			// The coordinator's errors carry Kafka's message
+			// (Errors.message()), as GroupCoordinatorService answers them.
+			if rg.ErrorCode != 0 && rg.ErrorMessage == nil {
+				if e, ok := kerr.ErrorForCode(rg.ErrorCode).(*kerr.Error); ok {
+					rg.ErrorMessage = strPtr(e.Description)
+				}
+			}
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}

@@ -9,6 +9,7 @@ package integration
 // once: none acknowledged before the kill comes back, none is lost.
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,7 +40,9 @@ func shareCoordinatorOf(t *testing.T, cl *kgo.Client, group, topic string, p int
 		tid := mresp.Topics[0].TopicID
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorType = 2
-		req.CoordinatorKeys = []string{fmt.Sprintf("%s:%s:%d", group, kadm.TopicID(tid), p)}
+		// The key as Kafka's SharePartitionKey.asCoordinatorKey writes it:
+		// the topic id in Uuid.toString's URL-safe base64 without padding.
+		req.CoordinatorKeys = []string{fmt.Sprintf("%s:%s:%d", group, base64.RawURLEncoding.EncodeToString(tid[:]), p)}
 		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
 		if err != nil {
 			return err
@@ -101,6 +104,9 @@ func TestShareGroupClusterKillCoordinator(t *testing.T) {
 		t.Fatalf("first ShareTool run failed: %s\n%s", javaFailure(first), tail(first.String(), 80))
 	}
 	acc1, _ := shareAccepted(t, first)
+	if len(acc1) < 200 || len(acc1) >= n {
+		t.Fatalf("first run accepted %d values, want at least 200 and fewer than %d", len(acc1), n)
+	}
 	coord := shareCoordinatorOf(t, cl, group, topic, 0)
 	victim := c.Node(coord)
 	victim.Kill()

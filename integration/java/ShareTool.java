@@ -157,6 +157,9 @@ public final class ShareTool {
                 try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(p)) {
                     consumer.subscribe(List.of(topic));
                     while (!stop.get()) {
+                        if (stopAt >= 0 && done.size() >= stopAt) {
+                            break; // close now: what is acquired and not acknowledged is released
+                        }
                         ConsumerRecords<String, String> recs = consumer.poll(Duration.ofMillis(200));
                         for (ConsumerRecord<String, String> r : recs) {
                             lastActivity.set(System.currentTimeMillis());
