@@ -14,12 +14,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shareOverrides are the broker settings of the share group tests: the
@@ -94,12 +96,22 @@ func TestShareGroupJavaConsumers(t *testing.T) {
 	// Share groups start at the latest offset unless told otherwise
 	// (share.auto.offset.reset, KIP-932).
 	setGroupConfig(t, b, group, "share.auto.offset.reset=earliest", "share.delivery.count.limit=2")
-	produceShareValues(t, b, topic, 0, n, 10)
 
+	// The consumers join first and the records are written once all three
+	// hold the partition: a member that joins within the group's
+	// assignment interval (group.share.assignment.interval.ms, 1 s) of the
+	// last target only gets the partition on a later heartbeat (every 5 s),
+	// and one consumer can drain 600 records before that, on Kafka as here.
 	release, reject, always := map[int]bool{5: true, 117: true, 433: true}, map[int]bool{9: true, 250: true}, 77
-	r := runShareTool(t, 150*time.Second, b.Addr, "consume", "topic="+topic, "group="+group,
-		fmt.Sprint("expect=", n-1), "consumers=3", "release=5,117,433", "reject=9,250", fmt.Sprint("releasealways=", always),
-		"c.max.poll.records=25")
+	done := make(chan javaRun, 1)
+	go func() {
+		done <- runShareTool(t, 150*time.Second, b.Addr, "consume", "topic="+topic, "group="+group,
+			fmt.Sprint("expect=", n-1), "consumers=3", "release=5,117,433", "reject=9,250", fmt.Sprint("releasealways=", always),
+			"c.max.poll.records=25")
+	}()
+	awaitShareAssigned(t, b, group, topic, 3, done)
+	produceShareValues(t, b, topic, 0, n, 10)
+	r := <-done
 	if r.ExitCode != 0 || len(eventsOf(r.Events, "done")) == 0 {
 		t.Fatalf("ShareTool consume failed: %s\n%s", javaFailure(r), tail(r.String(), 80))
 	}
@@ -175,6 +187,43 @@ func TestShareGroupJavaConsumers(t *testing.T) {
 	if !containsLine(lines(res.Stdout), group) {
 		t.Errorf("kafka-share-groups.sh --list does not list %s:\n%s", group, res.Stdout)
 	}
+}
+
+// awaitShareAssigned waits until ShareGroupDescribe shows members members of
+// group, each assigned partition 0 of topic. A run that ends first (done)
+// fails the test with its output.
+func awaitShareAssigned(t *testing.T, b *Broker, group, topic string, members int, done chan javaRun) {
+	t.Helper()
+	cl := b.Client()
+	defer cl.Close()
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d members of %s assigned %s-0", members, group, topic), func() error {
+		select {
+		case r := <-done:
+			t.Fatalf("ShareTool ended before its consumers were assigned: %s\n%s", javaFailure(r), tail(r.String(), 80))
+		default:
+		}
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{group}
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			return err
+		}
+		if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+			return fmt.Errorf("ShareGroupDescribe: %+v", resp.Groups)
+		}
+		assigned := 0
+		for _, m := range resp.Groups[0].Members {
+			for _, tp := range m.Assignment.TopicPartitions {
+				if tp.Topic == topic && slices.Contains(tp.Partitions, 0) {
+					assigned++
+				}
+			}
+		}
+		if assigned < members {
+			return fmt.Errorf("%d of %d members hold %s-0 (%d members)", assigned, members, topic, len(resp.Groups[0].Members))
+		}
+		return nil
+	})
 }
 
 func containsLine(ls []string, s string) bool {
