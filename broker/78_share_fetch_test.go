@@ -156,7 +156,15 @@ func TestShareFetchAcknowledge(t *testing.T) {
 	done := make(chan *kmsg.ShareFetchResponse, 1)
 	start := time.Now()
 	go func() { done <- fetch(6, 10000) }()
-	time.Sleep(200 * time.Millisecond)
+	for n.broker.shares.Parked() == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("the fetch of an empty partition returned at once: %+v", r)
+		case <-ctx.Done():
+			t.Fatal("the fetch never parked")
+		case <-time.After(time.Millisecond):
+		}
+	}
 	produce(1)
 	select {
 	case r := <-done:

@@ -91,6 +91,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []PartResult {
 		done := failed || bytes >= int64(max(fp.MinBytes, 1)) || records <= 0 || wait <= 0
 		if !done {
 			t := time.NewTimer(wait)
+			m.parked.Add(1)
 			select {
 			case <-wake:
 			case <-released:
@@ -99,6 +100,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []PartResult {
 			case <-ctx.Done():
 				done = true
 			}
+			m.parked.Add(-1)
 			t.Stop()
 		}
 		for _, c := range cancels {

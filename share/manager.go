@@ -100,7 +100,13 @@ type Manager struct {
 
 	// conns numbers the connections share sessions are bound to
 	conns atomic.Uint64
+	// parked counts the fetches waiting for records (DelayedShareFetch)
+	parked atomic.Int64
 }
+
+// Parked is the number of share fetches parked until records arrive, are
+// released, or their max wait passes.
+func (m *Manager) Parked() int64 { return m.parked.Load() }
 
 // NewManager returns a Manager.
 func NewManager(cfg Config) *Manager {
