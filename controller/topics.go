@@ -24,6 +24,16 @@ const maxRecordsPerUserOp = 10000
 
 var errBatchTooLarge = newAPIError(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
 
+// maxPartitionsPerBatch bounds the partitions one CreateTopics or
+// CreatePartitions may add (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH,
+// checked before any record is built: validateTotalNumberOfPartitions).
+const maxPartitionsPerBatch = 10000
+
+var (
+	errTooManyPartitions           = newAPIError(kerr.PolicyViolation, "Excessively large number of partitions per request.")
+	errTooManyAdditionalPartitions = newAPIError(kerr.PolicyViolation, "Excessively large number of additional partitions per request.")
+)
+
 // Config sources (DescribeConfigsResponse ConfigSource).
 const (
 	sourceDynamicTopic int8 = 1
@@ -39,16 +49,21 @@ func (c *Controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		seen[t.Topic]++
 	}
 	var topics []kmsg.CreateTopicsRequestTopic
-	total := 0
+	total, partitions := 0, 0
 	for _, t := range req.Topics {
 		if seen[t.Topic] == 1 && t.Topic != clusterMetadataTopic {
 			topics = append(topics, t)
+			// validateTotalNumberOfPartitions: -1 is the default count,
+			// other counts below 1 add nothing (they are refused later)
 			n := int(t.NumPartitions)
 			if len(t.ReplicaAssignment) > 0 {
 				n = len(t.ReplicaAssignment)
-			} else if n < 0 {
+			} else if n == -1 {
 				n = int(c.cfg.NumPartitions)
+			} else if n < 0 {
+				n = 0
 			}
+			partitions += n
 			total += 1 + len(t.Configs) + n
 		}
 	}
@@ -60,6 +75,9 @@ func (c *Controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp
+	}
+	if partitions > maxPartitionsPerBatch {
+		return fail(errTooManyPartitions)
 	}
 	if total > maxRecordsPerUserOp {
 		return fail(errBatchTooLarge)
@@ -529,8 +547,20 @@ func (c *Controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 		}
 	}
 	var recs []metadatacache.Record
-	tooLarge := false
+	tooLarge, tooManyPartitions := false, false
 	c.view(func(s *state) {
+		// validateTotalNumberOfPartitions: the increases of existing
+		// topics, before anything is decided
+		additional := 0
+		for _, t := range req.Topics {
+			if id, ok := s.topicsByName[t.Topic]; ok && seen[t.Topic] == 1 && t.Count >= 0 {
+				additional += max(int(t.Count)-len(s.topics[id].parts), 0)
+			}
+		}
+		if additional > maxPartitionsPerBatch {
+			tooManyPartitions = true
+			return
+		}
 		mv := s.metadataVersion()
 		for _, t := range req.Topics {
 			if seen[t.Topic] != 1 {
@@ -551,6 +581,9 @@ func (c *Controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 			add(t.Topic, e)
 		}
 		return resp
+	}
+	if tooManyPartitions {
+		return fail(errTooManyAdditionalPartitions)
 	}
 	if tooLarge {
 		return fail(errBatchTooLarge)
