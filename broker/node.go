@@ -452,7 +452,8 @@ func (n *Node) start(ctx context.Context) error {
 				dirAssign.rescan()
 			}
 		},
-		AlterLogDirsQuota: n.broker.replQuotas.alterLogDirs,
+		AlterLogDirsQuota:      n.broker.replQuotas.alterLogDirs,
+		FetchSessionCacheSlots: fetchSessionCacheSlots(int64(cfg.Int("max.incremental.fetch.session.cache.slots"))),
 	})
 	n.broker.replicas = n.replicas
 	n.cache.Subscribe(n.replicas.OnImage)
@@ -597,6 +598,10 @@ func (n *Node) listen(l config.Listener, versions protocol.VersionTable, into *[
 	ln, err := net.Listen("tcp", l.Addr())
 	if err != nil {
 		return fmt.Errorf("listener %s: %w (check listeners=%s)", l.Name, err, l.String())
+	}
+	if err := protocol.SetListenBacklog(ln, int(n.cfg.Int("socket.listen.backlog.size"))); err != nil {
+		ln.Close()
+		return fmt.Errorf("listener %s: %w (check socket.listen.backlog.size)", l.Name, err)
 	}
 	srv := &protocol.Server{
 		Handler:         n.broker,
@@ -977,4 +982,19 @@ var supportedFeatures = controller.SupportedFeatures()
 // replication logs when it applies them), are skipped.
 func storageDefaults(topicDefaults map[string]string) storage.Config {
 	return storage.DefaultConfig().WithValid(topicDefaults, nil)
+}
+
+// fetchSessionCacheSlots is the fetch session capacity Kafka's broker has
+// for max.incremental.fetch.session.cache.slots: BrokerServer splits the
+// slots over 8 FetchSessionCacheShards of slots/8 each (KIP-227 sessions,
+// sharded since Kafka 3.8), so 7 slots give no session at all. Sessions
+// are one cache here; the capacity is the shards' sum (replication.Config
+// takes a negative value for none).
+func fetchSessionCacheSlots(slots int64) int {
+	const kafkaFetchSessionCacheShards = 8
+	n := int(slots / kafkaFetchSessionCacheShards * kafkaFetchSessionCacheShards)
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

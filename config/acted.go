@@ -27,6 +27,8 @@ var actedKeys = append([]string{
 	"default.replication.factor",
 	"min.insync.replicas",
 	"auto.create.topics.enable",
+	"max.incremental.fetch.session.cache.slots", // KIP-227 (broker/node.go fetchSessionCacheSlots)
+	"socket.listen.backlog.size",                // the listeners' accept queue (protocol.SetListenBacklog)
 	// client quotas and connection limits (quota/, broker/quotas.go)
 	"quota.window.num",
 	"quota.window.size.seconds",
