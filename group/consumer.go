@@ -39,6 +39,9 @@ type consumerGroup struct {
 	// subMeta is the subscribed topics' partition counts the target was
 	// computed from (Kafka persists it; here it is recomputed at load).
 	subMeta map[string]int32
+	// metadataHash is the subscribed topics' hash of the last group epoch
+	// (KIP-1101): the epoch moves when it changes
+	metadataHash int64
 }
 
 // consumerMember is a member (ConsumerGroupMember).
@@ -188,7 +191,12 @@ func (s *shard) replayConsumer(ver int16, k, v []byte) {
 			delete(s.cgs, gid)
 			return
 		}
-		s.consumerGroupFor(gid).epoch = newReader(v).i32()
+		epoch, hash, ok := readEpochTag0Long(v)
+		if !ok {
+			return
+		}
+		g := s.consumerGroupFor(gid)
+		g.epoch, g.metadataHash = epoch, hash
 	case keyConsumerGroupTargetMetadata:
 		gid, _, ok := readKey(k, false)
 		if !ok || v == nil {
@@ -360,7 +368,7 @@ func removeMemberRecords(gid, mid string) []record {
 // get a new target at their next heartbeat.
 func (s *shard) fenceMember(g *consumerGroup, mid string) error {
 	recs := removeMemberRecords(g.id, mid)
-	recs = append(recs, consumerGroupMetadataRecord(g.id, g.epoch+1))
+	recs = append(recs, consumerGroupMetadataRecord(g.id, g.epoch+1, groupMetadataHash(s.c.cfg.Image(), s.subscribedTopics(g, nil, mid))))
 	s.cancel(sessionKey(g.id, mid))
 	s.cancel(rebalanceKey(g.id, mid))
 	if err := s.apply(recs); err != nil {
@@ -422,6 +430,23 @@ func (s *shard) resolvedTopics(m *consumerMember) []string {
 
 func isInternal(t string) bool {
 	return t == OffsetsTopic || t == "__transaction_state" || t == "__share_group_state"
+}
+
+// subscribedTopics are the topics the members subscribe to, by name or
+// resolved regular expression, with updated replacing its member and
+// without member skip (ConsumerGroup.computeSubscribedTopicNames).
+func (s *shard) subscribedTopics(g *consumerGroup, updated *consumerMember, skip string) []string {
+	var out []string
+	for id, m := range g.members {
+		if id == skip || updated != nil && id == updated.id {
+			continue
+		}
+		out = append(out, s.resolvedTopics(m)...)
+	}
+	if updated != nil && updated.id != skip {
+		out = append(out, s.resolvedTopics(updated)...)
+	}
+	return out
 }
 
 // subscriptionMetadata is the partition count of every subscribed topic,
@@ -764,12 +789,13 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	}
 	groupEpoch := g.epoch
 	meta := s.subscriptionMetadata(g, upd)
-	if !equalMeta(meta, g.subMeta) {
+	hash := groupMetadataHash(s.c.cfg.Image(), s.subscribedTopics(g, upd, ""))
+	if !equalMeta(meta, g.subMeta) || hash != g.metadataHash {
 		bump = true
 	}
 	if bump {
 		groupEpoch++
-		recs = append(recs, consumerGroupMetadataRecord(g.id, groupEpoch))
+		recs = append(recs, consumerGroupMetadataRecord(g.id, groupEpoch, hash))
 	}
 	targetEpoch := g.assignmentEpoch
 	target := g.target[upd.id]

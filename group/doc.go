@@ -163,19 +163,14 @@
 //
 // # Differences from Kafka
 //
-//   - Share groups write MetadataHash 0 in ShareGroupMetadata (Kafka
-//     hashes the subscribed topics' metadata); the subscription metadata
-//     is recomputed from the image instead, so a Kafka node loading this
-//     log bumps the group epoch once. The assignment is computed on the
+//   - Share groups: the assignment is computed on the
 //     loop (group.share.assignor.offload.enable is not honoured), and the
 //     simple assignor sorts where Kafka iterates hash maps, so among
 //     equally balanced assignments it may pick another one.
 //   - Classic-protocol members cannot join a non-empty KIP-848 group (no
 //     online migration, group.consumer.migration.policy): JoinGroup answers
 //     INCONSISTENT_GROUP_PROTOCOL. Empty groups are converted both ways.
-//   - KIP-848 subscription metadata is recomputed from the image instead of
-//     being persisted (no metadataHash / ConsumerGroupPartitionMetadata), and
-//     KIP-1251 assignment epochs live in memory only (after a reload a
+//   - KIP-1251 assignment epochs live in memory only (after a reload a
 //     member's partitions date from its current epoch).
 //   - OffsetCommitValue is written at v3 (v1 with an expire timestamp), not
 //     v4 with the topic id tag; every version is readable by Kafka's tools.

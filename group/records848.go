@@ -62,10 +62,10 @@ func partSetOf(tps []topicParts) partSet {
 
 // ---- KIP-848 record values (Kafka's *Value.json schemas, version 0) ----
 
-func consumerGroupMetadataRecord(group string, epoch int32) record {
-	w := newValue()
-	w.i32(epoch)
-	return record{Key: groupKey(keyConsumerGroupMetadata, group), Value: w.done()}
+// consumerGroupMetadataRecord is ConsumerGroupMetadataValue: the group epoch
+// and, in tag 0, the subscription metadata hash (KIP-1101).
+func consumerGroupMetadataRecord(group string, epoch int32, hash int64) record {
+	return record{Key: groupKey(keyConsumerGroupMetadata, group), Value: epochTag0LongValue(epoch, hash)}
 }
 
 func memberMetadataRecord(group string, m *consumerMember) record {

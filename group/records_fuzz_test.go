@@ -46,7 +46,8 @@ func fuzzRecords() []record {
 	m.assigned = partSet{{id: [16]byte{1}, p: 0}: {}, {id: [16]byte{1}, p: 2}: {}}
 	m.pending = partSet{{id: [16]byte{2}, p: 1}: {}}
 	recs = append(recs,
-		consumerGroupMetadataRecord("cg", 3),
+		consumerGroupMetadataRecord("cg", 3, 0),
+		consumerGroupMetadataRecord("cg", 4, -7),
 		memberMetadataRecord("cg", m),
 		targetMetadataRecord("cg", 3),
 		targetMemberRecord("cg", "m", m.assigned),
@@ -140,12 +141,12 @@ func FuzzReplayRecord(f *testing.F) {
 			g := s.cgs[gid]
 			var r record
 			if ver == keyConsumerGroupMetadata {
-				r = consumerGroupMetadataRecord(gid, g.epoch)
+				r = consumerGroupMetadataRecord(gid, g.epoch, g.metadataHash)
 			} else {
 				r = targetMetadataRecord(gid, g.assignmentEpoch)
 			}
 			s2.replay(0, coordinator.NoProducer, r.Key, r.Value)
-			if g2 := s2.cgs[gid]; g2 == nil || g2.epoch != g.epoch || g2.assignmentEpoch != g.assignmentEpoch {
+			if g2 := s2.cgs[gid]; g2 == nil || g2.epoch != g.epoch || g2.metadataHash != g.metadataHash || g2.assignmentEpoch != g.assignmentEpoch {
 				t.Fatalf("consumer group epoch round trip")
 			}
 		case keyConsumerGroupMemberMetadata, keyConsumerGroupCurrentMember, keyConsumerGroupTargetMember:

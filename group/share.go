@@ -30,7 +30,7 @@ import (
 type shareGroup struct {
 	id              string
 	epoch           int32
-	metadataHash    int64 // as read; written as 0 (see doc.go)
+	metadataHash    int64 // the subscribed topics' hash (KIP-1101) of the last group epoch
 	assignmentEpoch int32
 	assignmentTs    int64 // when the target was computed (KIP-1263), 0 unknown
 	members         map[string]*shareMember
@@ -297,7 +297,7 @@ func (s *shard) shareMemberLeft(gid, mid string) {
 func (s *shard) fenceShareMember(g *shareGroup, mid string) error {
 	recs := shareMemberTombstones(g.id, mid)
 	epoch := g.epoch + 1
-	recs = append(recs, shareGroupMetadataRecord(g.id, epoch, 0))
+	recs = append(recs, shareGroupMetadataRecord(g.id, epoch, groupMetadataHash(s.c.cfg.Image(), shareSubscribedTopics(g, nil, mid))))
 	if len(g.members) == 1 {
 		recs = append(recs, shareTargetMetadataRecord(g.id, epoch, g.assignmentTs))
 	}
@@ -352,6 +352,22 @@ func (s *shard) shareGroupTombstones(g *shareGroup) []record {
 
 // shareSubscriptionMetadata is the partition count of every existing
 // topic a member subscribes to, with updated replacing its member.
+// shareSubscribedTopics are the topics the members subscribe to, with
+// updated replacing its member and without member skip.
+func shareSubscribedTopics(g *shareGroup, updated *shareMember, skip string) []string {
+	var out []string
+	for id, m := range g.members {
+		if id == skip || updated != nil && id == updated.id {
+			continue
+		}
+		out = append(out, m.topics...)
+	}
+	if updated != nil && updated.id != skip {
+		out = append(out, updated.topics...)
+	}
+	return out
+}
+
 func (s *shard) shareSubscriptionMetadata(g *shareGroup, updated *shareMember) map[string]int32 {
 	img := s.c.cfg.Image()
 	out := map[string]int32{}
@@ -523,7 +539,8 @@ func (s *shard) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, c
 	}
 	groupEpoch := g.epoch
 	meta := s.shareSubscriptionMetadata(g, upd)
-	if !equalMeta(meta, g.subMeta) {
+	hash := groupMetadataHash(s.c.cfg.Image(), shareSubscribedTopics(g, upd, ""))
+	if !equalMeta(meta, g.subMeta) || hash != g.metadataHash {
 		bump = true
 	}
 	// Newly initialized partitions move the epoch, unless it is already
@@ -533,7 +550,7 @@ func (s *shard) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, c
 	}
 	if bump {
 		groupEpoch++
-		recs = append(recs, shareGroupMetadataRecord(g.id, groupEpoch, 0))
+		recs = append(recs, shareGroupMetadataRecord(g.id, groupEpoch, hash))
 	}
 	targetEpoch := g.assignmentEpoch
 	target := g.target[upd.id]

@@ -59,16 +59,23 @@ func shareMemberMetadataRecord(group string, m *shareMember) record {
 // (KIP-1263), written only when set, as Kafka writes a tagged field that
 // differs from its default.
 func shareTargetMetadataRecord(group string, epoch int32, tsMs int64) record {
+	return record{Key: groupKey(keyShareGroupTargetMetadata, group), Value: epochTag0LongValue(epoch, tsMs)}
+}
+
+// epochTag0LongValue is a value of an int32 epoch and an int64 in tag 0,
+// written only when not 0 (Kafka writes a tagged field that differs from
+// its default).
+func epochTag0LongValue(epoch int32, tag0 int64) []byte {
 	w := newValue()
 	w.i32(epoch)
-	if tsMs == 0 {
-		return record{Key: groupKey(keyShareGroupTargetMetadata, group), Value: w.done()}
+	if tag0 == 0 {
+		return w.done()
 	}
 	w.uvarint(1) // one tagged field
 	w.uvarint(0) // tag 0
 	w.uvarint(8) // its size
-	w.b = kbin.AppendInt64(w.b, tsMs)
-	return record{Key: groupKey(keyShareGroupTargetMetadata, group), Value: w.b}
+	w.b = kbin.AppendInt64(w.b, tag0)
+	return w.b
 }
 
 func shareTargetMemberRecord(group, member string, s partSet) record {
@@ -198,6 +205,13 @@ func readShareStateMeta(v []byte, now int64) (*shareStateMeta, bool) {
 // readShareTargetMetadata decodes a ShareGroupTargetAssignmentMetadataValue:
 // the epoch and the KIP-1263 timestamp (tag 0; 0 when absent).
 func readShareTargetMetadata(v []byte) (epoch int32, ts int64, ok bool) {
+	return readEpochTag0Long(v)
+}
+
+// readEpochTag0Long decodes a value of an int32 epoch and an optional
+// int64 in tag 0 (0 when absent): ShareGroupTargetAssignmentMetadataValue
+// (its timestamp) and ConsumerGroupMetadataValue (its metadata hash).
+func readEpochTag0Long(v []byte) (epoch int32, tag0 int64, ok bool) {
 	r := newReader(v)
 	epoch = r.i32()
 	n := r.r.Uvarint()
@@ -210,8 +224,8 @@ func readShareTargetMetadata(v []byte) (epoch int32, ts int64, ok bool) {
 		b := r.r.Span(int(size))
 		if tag == 0 && len(b) == 8 {
 			rb := kbin.Reader{Src: b}
-			ts = rb.Int64()
+			tag0 = rb.Int64()
 		}
 	}
-	return epoch, ts, r.r.Ok()
+	return epoch, tag0, r.r.Ok()
 }
