@@ -18,6 +18,10 @@ type coordinatorWriter struct {
 	// (NOT_ENOUGH_REPLICAS): set for the transaction coordinator, which
 	// Kafka writes with acks=all, not for the group coordinator (acks=1).
 	minISR bool
+	// compression is the coordinator's record batch codec
+	// (offsets.topic.compression.codec, share.coordinator.state.topic.compression.codec;
+	// Kafka's transaction log is written uncompressed)
+	compression storage.Compression
 }
 
 var _ coordinator.Writer = coordinatorWriter{}
@@ -31,7 +35,7 @@ func (w coordinatorWriter) Append(tp coordinator.TopicPartition, leaderEpoch int
 		for i, r := range b.Records {
 			recs[i] = storage.Record{Key: r.Key, Value: r.Value, Timestamp: b.TimestampMs}
 		}
-		o := storage.BatchOptions{Transactional: b.Transactional}
+		o := storage.BatchOptions{Transactional: b.Transactional, Compression: w.compression}
 		if b.ProducerID >= 0 {
 			// Coordinator-origin batches carry no sequence (Kafka's
 			// RecordBatch.NO_SEQUENCE): the log does not check it.

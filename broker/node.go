@@ -476,7 +476,7 @@ func (n *Node) start(ctx context.Context) error {
 	// come before the group coordinator, which initializes share state
 	// through the persister.
 	sc := sharecoord.FromBrokerConfig(cfg)
-	sc.Writer = coordinatorWriter{replicas: n.replicas} // as the group coordinator: both are Kafka's CoordinatorPartitionWriter
+	sc.Writer = coordinatorWriter{replicas: n.replicas, compression: storage.Compression(cfg.Int("share.coordinator.state.topic.compression.codec"))} // as the group coordinator: both are Kafka's CoordinatorPartitionWriter
 	sc.Logger, sc.Image, sc.Controller = n.logger.Named("sharecoord"), n.cache.Image, requestorFunc(n.channel.Request)
 	n.broker.shareCoord = sharecoord.New(sc)
 	n.cache.Subscribe(n.broker.shareCoord.OnImage)
@@ -494,7 +494,7 @@ func (n *Node) start(ctx context.Context) error {
 	// The group coordinator follows the __consumer_offsets leaders after
 	// the replica manager (group/doc.go).
 	gc := group.FromBrokerConfig(cfg)
-	gc.Writer = coordinatorWriter{replicas: n.replicas}
+	gc.Writer = coordinatorWriter{replicas: n.replicas, compression: storage.Compression(cfg.Int("offsets.topic.compression.codec"))}
 	gc.Logger, gc.Image, gc.Controller = n.logger.Named("group"), n.cache.Image, requestorFunc(n.channel.Request)
 	// KIP-848/KIP-932 group configs: a group's consumer.* and share.*
 	// overrides (GROUP config resources in the metadata image) over the

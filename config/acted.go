@@ -27,8 +27,10 @@ var actedKeys = append([]string{
 	"default.replication.factor",
 	"min.insync.replicas",
 	"auto.create.topics.enable",
-	"max.incremental.fetch.session.cache.slots", // KIP-227 (broker/node.go fetchSessionCacheSlots)
-	"socket.listen.backlog.size",                // the listeners' accept queue (protocol.SetListenBacklog)
+	"max.incremental.fetch.session.cache.slots",       // KIP-227 (broker/node.go fetchSessionCacheSlots)
+	"socket.listen.backlog.size",                      // the listeners' accept queue (protocol.SetListenBacklog)
+	"offsets.topic.compression.codec",                 // the group coordinator's batches (broker/coordinator_writer.go)
+	"share.coordinator.state.topic.compression.codec", // the share coordinator's batches
 	// client quotas and connection limits (quota/, broker/quotas.go)
 	"quota.window.num",
 	"quota.window.size.seconds",
