@@ -92,7 +92,7 @@ func TestDLQ(t *testing.T) {
 			if tc.want == 0 {
 				return
 			}
-			want := map[int64]DLQBatch{0: {0, 1, 1, CauseRejected}, 2: {2, 2, 2, ""}}
+			want := map[int64]DLQBatch{0: {0, 1, 1, CauseRejected}, 2: {2, 2, 2, CauseDeliveryCount}}
 			for _, r := range dlq.got {
 				if r.Group != "g" || r.Topic != "foo" || r.Partition != 0 || r.DLQBatch != want[r.First] {
 					t.Errorf("DLQ write %+v", r)
@@ -123,5 +123,10 @@ func TestDLQExpiryAndResume(t *testing.T) {
 	aw := p.Archive(DLQBatch{First: 0, Last: 4})
 	if aw == nil || p.Dump() != "spso=5 speo=4" {
 		t.Fatalf("after archive: %s", p.Dump())
+	}
+	// the start offset as it stood is persisted, with the archived state
+	if aw.Data.StartOffset != 0 || aw.Data.DeliveryCompleteCount != 5 || len(aw.Data.StateBatches) != 1 ||
+		aw.Data.StateBatches[0].DeliveryState != int8(sharestate.Archived) {
+		t.Fatalf("archive write %+v", aw.Data)
 	}
 }

@@ -37,8 +37,8 @@ const (
 )
 
 // DLQBatch is a run of Archiving records to write to the dead-letter queue
-// (SharePartition.DlqBatch): their delivery count, and the cause, "" for
-// none (a release at the delivery limit carries none in Kafka 4.4).
+// (SharePartition.DlqBatch): their delivery count, and the cause (a
+// rejection, else the delivery limit; "" for none).
 type DLQBatch struct {
 	First, Last int64
 	Deliveries  int16
@@ -691,7 +691,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 				return true
 			}
 			ch := p.setRangeLocked(off, end, fn, gen)
-			cause := "" // a release at the limit (SharePartition: no cause)
+			cause := CauseDeliveryCount // a release at the limit
 			if sharestate.AcknowledgeType(typ) == sharestate.AckReject {
 				cause = CauseRejected
 			}
@@ -823,7 +823,7 @@ func (p *Partition) ReleaseMember(member string) *Write {
 			changed = appendRange(changed, s.first, s.last)
 		}
 	}
-	dlq := p.dlqLocked(nil, changed, "")
+	dlq := p.dlqLocked(nil, changed, CauseDeliveryCount)
 	w := p.finishLocked(changed)
 	if w != nil {
 		w.DLQ = dlq
@@ -871,7 +871,11 @@ func (p *Partition) NextDeadline() int64 {
 // (an Acquired record is persisted as Available: a lock does not survive
 // the leader). p.mu must be held.
 func (p *Partition) writeLocked(changed [][2]int64, gen uint64) *Write {
-	start := p.prospectiveStartLocked(gen)
+	return p.writeAtLocked(changed, gen, p.prospectiveStartLocked(gen))
+}
+
+// writeAtLocked is writeLocked with the start offset to persist given.
+func (p *Partition) writeAtLocked(changed [][2]int64, gen uint64, start int64) *Write {
 	d := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	d.Partition = p.Partition
 	d.StateEpoch = p.stateEpoch
@@ -1033,6 +1037,7 @@ func (p *Partition) Archive(b DLQBatch) *Write {
 	if b.Last < first {
 		return nil
 	}
+	before := p.start
 	changed := p.setRangeLocked(first, b.Last, func(s *span) bool {
 		if s.state != sharestate.Archiving {
 			return false
@@ -1040,7 +1045,17 @@ func (p *Partition) Archive(b DLQBatch) *Write {
 		s.state = sharestate.Archived
 		return true
 	}, 0)
-	return p.finishLocked(changed)
+	if len(changed) == 0 {
+		return nil
+	}
+	// Kafka writes the start offset as it stands: the archived records
+	// move it once the write completed, and it is persisted by the next
+	// write (initiateDLQAndArchive, then maybeUpdateCachedStateAndOffsets)
+	p.spans = mergeSpans(p.spans)
+	w := p.writeAtLocked(changed, 0, before)
+	p.advanceLocked()
+	p.checkLocked()
+	return w
 }
 
 // Resume lists the Archiving records read back by Load, for their DLQ
