@@ -31,6 +31,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -248,7 +249,7 @@ func dlqBatch(r share.DLQRecords, from int64, maxBytes int, originals map[int64]
 		if o, ok := originals[off]; ok {
 			rec.Key, rec.Value = o.Key, o.Value
 		}
-		n := recordSize(rec)
+		n := recordSize(len(recs), rec)
 		if size+n > maxBytes && len(recs) > 0 {
 			break
 		}
@@ -262,13 +263,21 @@ func dlqBatch(r share.DLQRecords, from int64, maxBytes int, originals map[int64]
 	return storage.BuildBatch(storage.BatchOptions{PartitionLeaderEpoch: storage.NoPartitionLeaderEpoch}, recs...), last
 }
 
-// recordSize bounds a record's encoded size (DefaultRecord.sizeInBytes).
-func recordSize(r storage.Record) int {
-	n := 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
-	for _, h := range r.Headers {
-		n += 5 + len(h.Key) + 5 + len(h.Value)
+// recordSize is a record's encoded size (DefaultRecord.sizeInBytes) at
+// offset delta n with timestamp delta 0.
+func recordSize(n int, r storage.Record) int {
+	vl := func(v int) int { return len(binary.AppendVarint(nil, int64(v))) }
+	bytesSize := func(b []byte) int {
+		if b == nil {
+			return vl(-1)
+		}
+		return vl(len(b)) + len(b)
 	}
-	return n + 5
+	body := 1 + vl(0) + vl(n) + bytesSize(r.Key) + bytesSize(r.Value) + vl(len(r.Headers))
+	for _, h := range r.Headers {
+		body += vl(len(h.Key)) + len(h.Key) + bytesSize(h.Value)
+	}
+	return vl(body) + body
 }
 
 func dlqHeaders(r share.DLQRecords, off int64) []storage.RecordHeader {

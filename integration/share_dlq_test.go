@@ -152,3 +152,77 @@ func TestShareGroupDLQConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// With errors.deadletterqueue.auto.create.topics.enable the DLQ topic is
+// created on first use (errors.deadletterqueue.group.enable=true,
+// CreateTime); without copy.record.enable the DLQ record has a null key
+// and value. A DLQ topic not enabled for groups gets nothing, and the
+// records are archived regardless.
+func TestShareGroupDLQAutoCreate(t *testing.T) {
+	t.Parallel()
+	javaClasspath(t)
+	b := StartBroker(t, BrokerOptions{Overrides: shareOverrides(map[string]string{"errors.deadletterqueue.auto.create.topics.enable": "true"})})
+	const topic, dlq, off = "it-share-dlq-auto", "dlq.it-share-dlq-auto", "dlq.it-share-dlq-off"
+	createTopic(t, b, topic, 1, nil)
+	createTopic(t, b, off, 1, nil)
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for i := 0; i < 4; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i))})
+	}
+	if err := cl.ProduceSync(ctxT(t, 30*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ group, dlq string }{{"it-share-dlq-auto-g", dlq}, {"it-share-dlq-off-g", off}} {
+		setGroupConfig(t, b, c.group, "share.auto.offset.reset=earliest", "errors.deadletterqueue.topic.name="+c.dlq)
+		r := runShareTool(t, 120*time.Second, b.Addr, "consume", "topic="+topic, "group="+c.group, "expect=4", "reject=1", "idle.ms=2000")
+		if r.ExitCode != 0 || len(eventsOf(r.Events, "done")) == 0 {
+			t.Fatalf("ShareTool consume (%s) failed: %s\n%s", c.group, javaFailure(r), tail(r.String(), 80))
+		}
+		waitFor(t, 30*time.Second, c.group+" lag 0", func() error {
+			res := shareGroupsTool(t, b, "--describe", "--group", c.group)
+			if rows := shareOffsetRows(t, res.Stdout, c.group, topic); rows["0"][1] != "0" {
+				return fmt.Errorf("rows %v:\n%s%s", rows, res.Stdout, res.Stderr)
+			}
+			return nil
+		})
+	}
+
+	rd := b.Client(kgo.ConsumeTopics(dlq, off), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []*kgo.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for ctx.Err() == nil && len(got) == 0 {
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	}
+	more, cancel2 := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel2()
+	rd.PollFetches(more).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	if len(got) != 1 {
+		t.Fatalf("DLQ records %d, want 1 (in %s): %v", len(got), dlq, got)
+	}
+	r := got[0]
+	var hs []string
+	for _, h := range r.Headers {
+		hs = append(hs, h.Key+"="+string(h.Value))
+	}
+	want := []string{"__dlq.errors.topic=" + topic, "__dlq.errors.partition=0", "__dlq.errors.offset=1",
+		"__dlq.errors.group=it-share-dlq-auto-g", "__dlq.errors.delivery.count=1", "__dlq.errors.message=Offset rejected by client."}
+	t.Logf("DLQ record in %s at %d: key %v value %v headers %v", r.Topic, r.Offset, r.Key, r.Value, hs)
+	if r.Topic != dlq || r.Key != nil || r.Value != nil || strings.Join(hs, "|") != strings.Join(want, "|") {
+		t.Errorf("DLQ record in %s: key %q value %q headers %v, want in %s a null key and value and %v", r.Topic, r.Key, r.Value, hs, dlq, want)
+	}
+	rc, err := b.Admin().DescribeTopicConfigs(ctxT(t, 30*time.Second), dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]string{}
+	for _, c := range rc[0].Configs {
+		if c.Value != nil {
+			cfg[c.Key] = *c.Value
+		}
+	}
+	if cfg["errors.deadletterqueue.group.enable"] != "true" || cfg["message.timestamp.type"] != "CreateTime" {
+		t.Errorf("created DLQ topic configs: group.enable %q, message.timestamp.type %q", cfg["errors.deadletterqueue.group.enable"], cfg["message.timestamp.type"])
+	}
+}
