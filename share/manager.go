@@ -96,6 +96,9 @@ type Config struct {
 	// DLQTimeout bounds one DLQ write (2 minutes when 0: Kafka's 5
 	// attempts backing off 1 s doubling to 30 s).
 	DLQTimeout time.Duration
+	// DLQSpawn runs a DLQ write (go f() when nil; transcripts queue
+	// them and run them on command).
+	DLQSpawn func(f func())
 	// OnDLQError, when set, is told of DLQ writes that failed ("Failed to
 	// write to DLQ, proceeding to ARCHIVED regardless.").
 	OnDLQError func(p *Partition, b DLQBatch, err error)
@@ -335,9 +338,17 @@ func (m *Manager) initialize(ctx context.Context, group string, fp FetchPart) (*
 		return nil, err
 	}
 	for _, b := range p.Resume() {
-		go m.writeDLQ(p, b)
+		m.spawnDLQ(p, b)
 	}
 	return p, nil
+}
+
+func (m *Manager) spawnDLQ(p *Partition, b DLQBatch) {
+	if m.cfg.DLQSpawn != nil {
+		m.cfg.DLQSpawn(func() { m.writeDLQ(p, b) })
+		return
+	}
+	go m.writeDLQ(p, b)
 }
 
 // writeDLQ writes a DLQ batch to the group's dead-letter queue, then
@@ -438,7 +449,7 @@ func (m *Manager) persist(ctx context.Context, group string, writes []pendingWri
 		if werr == nil || pw.w.Committed() {
 			// persisted (or kept though its write failed): on to the DLQ
 			for _, b := range pw.w.DLQ {
-				go m.writeDLQ(pw.p, b)
+				m.spawnDLQ(pw.p, b)
 			}
 		}
 		if werr != nil && m.cfg.OnError != nil {
