@@ -72,12 +72,16 @@ func newShareManager(cfg *config.Config, b *Broker, now func() time.Time) *share
 			b.logger.Warn("persisting share partition state failed", zap.String("group", p.Group),
 				zap.String("topic", p.Topic), zap.Int32("partition", p.Partition), zap.Error(err))
 		},
+		DLQ:        newShareDLQ(b),
+		DLQFeature: b.shareDLQEnabled,
+		OnDLQError: b.logDLQError,
 	})
 }
 
 // shareGroupKeys are the GROUP config keys the share partitions read.
 var shareGroupKeys = []string{"share.record.lock.duration.ms", "share.delivery.count.limit",
-	"share.partition.max.record.locks", "share.isolation.level", "share.auto.offset.reset"}
+	"share.partition.max.record.locks", "share.isolation.level", "share.auto.offset.reset",
+	"errors.deadletterqueue.topic.name"}
 
 // groupConfigOf is a group's effective share.* settings, resolved as
 // Kafka's GroupConfigManager does (Broker.GroupConfig: the group's

@@ -120,6 +120,9 @@ var actedKeys = append([]string{
 	"share.coordinator.write.timeout.ms",
 	"share.coordinator.state.topic.prune.interval.ms",
 	"share.coordinator.cold.partition.snapshot.interval.ms",
+	// the share groups' dead-letter queue (broker/share_dlq.go, KIP-1191)
+	"errors.deadletterqueue.auto.create.topics.enable",
+	"errors.deadletterqueue.topic.name.prefix",
 	"offsets.retention.minutes",
 	"offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms",

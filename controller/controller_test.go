@@ -105,7 +105,7 @@ func TestBootstrapOnEmptyLog(t *testing.T) {
 	if mv := img.MetadataVersion(); mv != DefaultMetadataVersion {
 		t.Fatalf("metadata.version %d", mv)
 	}
-	want := map[string]int16{"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1, "share.version": 1, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1, "share.version": 2, "transaction.version": 2}
 	got := img.Features()
 	for k, v := range want {
 		if got[k] != v {

@@ -37,7 +37,7 @@ func writeMem(t *testing.T, fs vfs.FS, path string, b []byte) {
 func TestSupportedFeatures(t *testing.T) {
 	want := []FeatureRange{
 		{"eligible.leader.replicas.version", 0, 1}, {"group.version", 0, 1}, {"kraft.version", 0, 1},
-		{"metadata.version", 7, 33}, {"share.version", 0, 1}, {"streams.version", 0, 0}, {"transaction.version", 0, 2},
+		{"metadata.version", 7, 33}, {"share.version", 0, 2}, {"streams.version", 0, 0}, {"transaction.version", 0, 2},
 	}
 	if got := SupportedFeatures(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%v", got)
@@ -72,7 +72,9 @@ func TestBootstrapFeatures(t *testing.T) {
 		want    []Feature
 		err     string
 	}{
-		{mv: 33, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
+		{mv: 31, want: []Feature{{"metadata.version", 31}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
+		{mv: 30, given: map[string]int16{"share.version": 2}, want: []Feature{{"metadata.version", 30}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
 		{mv: 28, want: []Feature{{"metadata.version", 28}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
 		{mv: 26, given: map[string]int16{"share.version": 1}, want: []Feature{{"metadata.version", 26}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
 		{mv: 26, want: []Feature{{"metadata.version", 26}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"transaction.version", 2}}},
@@ -85,12 +87,12 @@ func TestBootstrapFeatures(t *testing.T) {
 		{mv: 7, given: map[string]int16{"group.version": 1}, want: []Feature{{"metadata.version", 7}, {"group.version", 1}}},
 		{mv: 33, given: map[string]int16{"share.version": 0, "eligible.leader.replicas.version": 0, "streams.version": 0, "group.version": 0},
 			want: []Feature{{"metadata.version", 33}, {"transaction.version", 2}}},
-		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
-		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 0}, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
+		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 0}, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
+		{mv: 33, given: map[string]int16{"share.version": 1}, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
 		{mv: 33, given: map[string]int16{"nope": 1}, err: "Unsupported feature: nope. Supported features are: eligible.leader.replicas.version, group.version, kraft.version, share.version, streams.version, transaction.version"},
 		{mv: 33, given: map[string]int16{"share.version": 5}, err: "No feature:share.version with feature level 5"},
 		{mv: 33, given: map[string]int16{"transaction.version": 3}, err: "No feature:transaction.version with feature level 3"},
-		{mv: 33, given: map[string]int16{"share.version": 2}, err: "share.version level 2 is not supported by kgo-broker (it supports levels 0 to 1): the share group dead-letter queue of share.version 2 (KIP-1191) is not implemented"},
 		{mv: 33, given: map[string]int16{"kraft.version": 1}, err: "Cannot set kraft.version to 1 unless controller.quorum.voters is empty"},
 		{mv: 33, given: map[string]int16{"kraft.version": 0}, dynamic: true, err: "Cannot set kraft.version to 0 if controller.quorum.voters is empty"},
 		{mv: 34, err: "No MetadataVersion with feature level 34. Valid feature levels are from 7 to 33."},
@@ -219,8 +221,8 @@ func TestUpdateFeatures(t *testing.T) {
 			"Invalid update version 32 for feature metadata.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
 		{featureUpdate("metadata.version", 34, upgradeUpgrade),
 			"Invalid update version 34 for feature metadata.version. Local controller 1 only supports versions 7-33"},
-		{featureUpdate("share.version", 2, upgradeUpgrade),
-			"Invalid update version 2 for feature share.version. Local controller 1 only supports versions 0-1"},
+		{featureUpdate("share.version", 3, upgradeUpgrade),
+			"Invalid update version 3 for feature share.version. Local controller 1 only supports versions 0-2"},
 		{featureUpdate("streams.version", 1, upgradeUpgrade),
 			"Invalid update version 1 for feature streams.version. Local controller 1 does not support this feature."},
 		{featureUpdate("transaction.version", 3, upgradeUpgrade),
@@ -385,7 +387,7 @@ func TestBootstrapFromKafkaFormat(t *testing.T) {
 		want []Feature
 		err  string
 	}{
-		{"bootstrap.checkpoint", nil, "the bootstrap metadata finalizes share.version 2, which kgo-broker does not support (it supports 0 to 1): the share group dead-letter queue of share.version 2 (KIP-1191) is not implemented"},
+		{"bootstrap.checkpoint", nil, "the bootstrap metadata finalizes streams.version 1, which kgo-broker does not support (it supports 0 to 0): streams groups (KIP-1071) are not implemented; format the metadata log dir with kgo-broker format, or with kafka-storage.sh format --feature streams.version=0"},
 		{"bootstrap-4.0-tv1.checkpoint", []Feature{{"metadata.version", 25}, {"group.version", 1}, {"transaction.version", 1}}, ""},
 	} {
 		b, err := os.ReadFile(filepath.Join(fixtures, c.file))

@@ -147,17 +147,15 @@ func TestFeatures(t *testing.T) {
 		t.Fatalf("ELR upgrade:\n%s", r)
 	}
 	waitFinalized(t, b, "eligible.leader.replicas.version", 1)
-	if !strings.Contains(brokerBin, "kafka-reference-broker") {
-		// kgo-broker implements share groups but not the dead-letter queue
-		// of share.version 2 (KIP-1191): share.version stops at 1.
-		if sv := describeFeatures(t, b)["share.version"]; sv["SupportedMaxVersion"] != "1" || sv["FinalizedVersionLevel"] != "1" {
-			t.Errorf("share.version: %v", sv)
-		}
-		r := features(t, b, "upgrade", "--feature", "share.version=2")
-		if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Could not upgrade share.version to 2. The update failed for all features since the following feature had an error: Invalid update version 2 for feature share.version. Local controller 1 only supports versions 0-1") {
-			t.Fatalf("share.version upgrade:\n%s", r)
-		}
+	// share.version: 1 at 4.3 (level 2, the share groups' dead-letter queue
+	// of KIP-1191, is the default from 4.4-IV0), upgraded to 2.
+	if sv := describeFeatures(t, b)["share.version"]; sv["SupportedMaxVersion"] != "2" || sv["FinalizedVersionLevel"] != "1" {
+		t.Errorf("share.version: %v", sv)
 	}
+	if r := features(t, b, "upgrade", "--feature", "share.version=2"); r.ExitCode != 0 || !strings.Contains(r.Stdout, "share.version was upgraded to 2.") {
+		t.Fatalf("share.version upgrade:\n%s", r)
+	}
+	waitFinalized(t, b, "share.version", 2)
 	// The node keeps working after the upgrade: its records are written at
 	// 4.4-IV2's versions.
 	createTopic(t, b, "after-upgrade", 2, nil)
@@ -210,8 +208,8 @@ func TestFeaturesCluster(t *testing.T) {
 // does not implement left at 0: the broker decodes what Kafka's controller
 // writes (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3, ...),
 // registers with the ranges it supports, gets unfenced and serves a topic;
-// the Kafka controller refuses share.version 2 because the kgo-broker broker
-// does not support it.
+// the Kafka controller accepts share.version 2, which the kgo-broker broker
+// supports (0-2).
 func TestMixedKafkaControllerKgoBroker(t *testing.T) {
 	t.Parallel()
 	requireKafkaTools(t)
@@ -311,7 +309,7 @@ offsets.topic.replication.factor=1
 		t.Fatalf("consumed %d", len(got))
 	}
 	r := features(t, b, "upgrade", "--feature", "share.version=2")
-	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 2 for feature share.version. Broker 2 only supports versions 0-1") {
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "share.version was upgraded to 2.") {
 		t.Fatalf("share.version upgrade:\n%s", r)
 	}
 }

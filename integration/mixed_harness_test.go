@@ -6,9 +6,8 @@ package integration
 // through testdata/kafka-reference-broker) and kgo-broker nodes in one
 // cluster, each node a real process with its own role: controller or broker.
 // Kafka's controllers are formatted at Kafka 4.4's defaults (eligible
-// leader replicas on) except the features kgo-broker does not implement,
-// share.version and streams.version, at 0, as a kgo-broker node needs to
-// join (docs/STATUS.md).
+// leader replicas on) except share.version and streams.version, at 0 (a
+// kgo-broker node needs streams.version 0 to join; docs/STATUS.md).
 
 import (
 	"context"

@@ -459,9 +459,9 @@ func TestMixedQuorum(t *testing.T) {
 		})
 	}
 	createTopic("mq-topic")
-	r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "share.version=2")
-	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 2 for feature share.version.") {
-		t.Fatalf("share.version upgrade:\n%s", r)
+	r := features(t, &Broker{Addr: broker.Addr}, "upgrade", "--feature", "streams.version=1")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "Invalid update version 1 for feature streams.version.") {
+		t.Fatalf("streams.version upgrade:\n%s", r)
 	}
 
 	leaderNow := func() int32 { return activeController(t, broker) }

@@ -2,6 +2,7 @@ package share
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -44,6 +45,25 @@ type LogRead struct {
 	Aborted  []storage.AbortedTxn
 }
 
+// DLQWriter writes records of a share partition to its group's
+// dead-letter queue (KIP-1191; Kafka's ShareGroupDLQManager): the broker
+// validates the group's DLQ topic, creates it if allowed, and produces one
+// DLQ record per offset. It is called with no lock held and may wait on
+// other nodes; an error only means the records were not written (they are
+// archived regardless).
+type DLQWriter interface {
+	WriteDLQ(ctx context.Context, r DLQRecords) error
+}
+
+// DLQRecords is one DLQ write (ShareGroupDLQRecordParameter).
+type DLQRecords struct {
+	Group     string
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+	DLQBatch
+}
+
 // Defaults are the broker's group.share.* settings; a group's configs
 // (GROUP resources) override the share.* keys of each.
 type Defaults struct {
@@ -68,7 +88,23 @@ type Config struct {
 	Now func() time.Time
 	// OnError, when set, is told of background write failures.
 	OnError func(p *Partition, err error)
+	// DLQ writes dead-letter queue records; DLQFeature says whether
+	// share.version 2 is finalized (ShareVersion.supportsShareGroupDLQ).
+	// Without both, no group has a DLQ.
+	DLQ        DLQWriter
+	DLQFeature func() bool
+	// DLQTimeout bounds one DLQ write (2 minutes when 0: Kafka's 5
+	// attempts backing off 1 s doubling to 30 s).
+	DLQTimeout time.Duration
+	// DLQSpawn runs a DLQ write (go f() when nil; transcripts queue
+	// them and run them on command).
+	DLQSpawn func(f func())
+	// OnDLQError, when set, is told of DLQ writes that failed ("Failed to
+	// write to DLQ, proceeding to ARCHIVED regardless.").
+	OnDLQError func(p *Partition, b DLQBatch, err error)
 }
+
+var errNoDLQ = errors.New("no DLQ writer")
 
 type partKey struct {
 	group     string
@@ -158,6 +194,8 @@ func (m *Manager) groupLimits(group string) (Limits, string) {
 	if v := strings.ToLower(gc["share.auto.offset.reset"]); v != "" {
 		reset = v
 	}
+	lim.DLQ = m.cfg.DLQ != nil && m.cfg.DLQFeature != nil && m.cfg.DLQFeature() &&
+		strings.TrimSpace(gc["errors.deadletterqueue.topic.name"]) != ""
 	if lim.LockMs <= 0 {
 		lim.LockMs = 30000
 	}
@@ -299,7 +337,44 @@ func (m *Manager) initialize(ctx context.Context, group string, fp FetchPart) (*
 	if err != nil {
 		return nil, err
 	}
+	for _, b := range p.Resume() {
+		m.spawnDLQ(p, b)
+	}
 	return p, nil
+}
+
+func (m *Manager) spawnDLQ(p *Partition, b DLQBatch) {
+	if m.cfg.DLQSpawn != nil {
+		m.cfg.DLQSpawn(func() { m.writeDLQ(p, b) })
+		return
+	}
+	go m.writeDLQ(p, b)
+}
+
+// writeDLQ writes a DLQ batch to the group's dead-letter queue, then
+// archives it and persists that, whatever the DLQ write's outcome
+// (SharePartition.initiateDLQAndArchive). It runs on its own goroutine:
+// the acknowledgement or lock expiry that archived the records does not
+// wait for it.
+func (m *Manager) writeDLQ(p *Partition, b DLQBatch) {
+	d := m.cfg.DLQTimeout
+	if d <= 0 {
+		d = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var err error
+	if m.cfg.DLQ == nil {
+		err = errNoDLQ
+	} else {
+		err = m.cfg.DLQ.WriteDLQ(ctx, DLQRecords{Group: p.Group, Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, DLQBatch: b})
+	}
+	if err != nil && m.cfg.OnDLQError != nil {
+		m.cfg.OnDLQError(p, b, err)
+	}
+	if w := p.Archive(b); w != nil {
+		m.persist(ctx, p.Group, []pendingWrite{{p, w}})
+	}
 }
 
 // persisterError maps a persister answer to what a share client is told
@@ -371,6 +446,12 @@ func (m *Manager) persist(ctx context.Context, group string, writes []pendingWri
 		}
 		pw.p.Complete(pw.w, werr)
 		errs[i] = werr
+		if werr == nil || pw.w.Committed() {
+			// persisted (or kept though its write failed): on to the DLQ
+			for _, b := range pw.w.DLQ {
+				m.spawnDLQ(pw.p, b)
+			}
+		}
 		if werr != nil && m.cfg.OnError != nil {
 			m.cfg.OnError(pw.p, werr)
 		}

@@ -22,6 +22,27 @@ type Limits struct {
 	DeliveryLimit int16 // share.delivery.count.limit / group.share.delivery.count.limit
 	MaxLocks      int64 // share.partition.max.record.locks / group.share.partition.max.record.locks
 	ReadCommitted bool  // share.isolation.level=read_committed
+	// DLQ: records rejected or past the delivery limit go to the group's
+	// dead-letter queue first (Archiving, then Archived; KIP-1191):
+	// share.version 2 finalized and errors.deadletterqueue.topic.name set
+	// (SharePartition.isDLQEnabledForGroup)
+	DLQ bool
+}
+
+// The causes a DLQ record names in its __dlq.errors.message header
+// (ShareGroupDLQManager.CLIENT_REJECT, DELIVERY_COUNT_EXCEEDED).
+const (
+	CauseRejected      = "Offset rejected by client."
+	CauseDeliveryCount = "Offset delivery count exceeded the threshold."
+)
+
+// DLQBatch is a run of Archiving records to write to the dead-letter queue
+// (SharePartition.DlqBatch): their delivery count, and the cause (a
+// rejection, else the delivery limit; "" for none).
+type DLQBatch struct {
+	First, Last int64
+	Deliveries  int16
+	Cause       string
 }
 
 // AcquireMode is ShareFetch v2's ShareAcquireMode (KIP-1206).
@@ -108,7 +129,15 @@ func (p *Partition) String() string {
 type Write struct {
 	gen  uint64
 	Data kmsg.WriteShareGroupStateRequestTopicPartition
+	// DLQ are the records this write moves to Archiving: once it is
+	// persisted they are written to the dead-letter queue, then Archived
+	// (SharePartition.initiateDLQAndArchive)
+	DLQ []DLQBatch
 }
+
+// Committed says whether a Write's changes stay when its persisting
+// fails: only acknowledgements are rolled back.
+func (w *Write) Committed() bool { return w.gen == 0 }
 
 // Load initializes the partition from a ReadShareGroupState answer
 // (SharePartition.maybeInitialize). A start offset of -1 (never written) is
@@ -151,7 +180,7 @@ func (p *Partition) Load(rp *kmsg.ReadShareGroupStateResponseTopicPartition, lea
 		}
 		st := sharestate.RecordState(b.DeliveryState)
 		switch st {
-		case sharestate.Acknowledged, sharestate.Archived, sharestate.Available:
+		case sharestate.Acknowledged, sharestate.Archived, sharestate.Available, sharestate.Archiving:
 		default:
 			st = sharestate.Available
 		}
@@ -587,12 +616,36 @@ type AckBatch struct {
 
 // releasedState is where a released record goes: Available, or Archived
 // once it has been delivered DeliveryLimit times (KIP-932's
-// group.share.delivery.count.limit).
+// group.share.delivery.count.limit), Archiving with a DLQ
+// (InFlightState.tryUpdateState).
 func (p *Partition) releasedState(s *span) sharestate.RecordState {
 	if s.deliveries >= p.lim.DeliveryLimit {
-		return sharestate.Archived
+		return p.archivedState()
 	}
 	return sharestate.Available
+}
+
+// archivedState is Archiving with a DLQ, else Archived.
+func (p *Partition) archivedState() sharestate.RecordState {
+	if p.lim.DLQ {
+		return sharestate.Archiving
+	}
+	return sharestate.Archived
+}
+
+// dlqLocked lists the Archiving spans of ranges as DLQ batches with
+// cause. p.mu must be held.
+func (p *Partition) dlqLocked(out []DLQBatch, ranges [][2]int64, cause string) []DLQBatch {
+	for _, r := range ranges {
+		for i := max(p.findLocked(r[0]), 0); i < len(p.spans) && p.spans[i].first <= r[1]; i++ {
+			s := &p.spans[i]
+			if s.last < r[0] || s.state != sharestate.Archiving {
+				continue
+			}
+			out = append(out, DLQBatch{First: max(s.first, r[0]), Last: min(s.last, r[1]), Deliveries: s.deliveries, Cause: cause})
+		}
+	}
+	return out
 }
 
 // Acknowledge applies member's acknowledgements (SharePartition.acknowledge):
@@ -616,6 +669,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 	p.gen++
 	gen := p.gen
 	var changed [][2]int64
+	var dlq []DLQBatch
 	for _, b := range batches {
 		for off := b.First; off <= b.Last; {
 			typ, end := ackTypeAt(b, off)
@@ -625,7 +679,9 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 					s.state = sharestate.Acknowledged
 				case sharestate.AckRelease:
 					s.state = p.releasedState(s)
-				case sharestate.AckReject, sharestate.AckGap:
+				case sharestate.AckReject:
+					s.state = p.archivedState()
+				case sharestate.AckGap:
 					s.state = sharestate.Archived
 				case sharestate.AckRenew:
 					s.deadline = nowMs + p.lim.LockMs
@@ -634,7 +690,13 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 				s.member, s.deadline = "", 0
 				return true
 			}
-			changed = append(changed, p.setRangeLocked(off, end, fn, gen)...)
+			ch := p.setRangeLocked(off, end, fn, gen)
+			cause := CauseDeliveryCount // a release at the limit
+			if sharestate.AcknowledgeType(typ) == sharestate.AckReject {
+				cause = CauseRejected
+			}
+			dlq = p.dlqLocked(dlq, ch, cause)
+			changed = append(changed, ch...)
 			off = end + 1
 		}
 	}
@@ -644,6 +706,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 	}
 	p.pending++
 	w := p.writeLocked(changed, gen)
+	w.DLQ = dlq
 	return w, p.checkLocked()
 }
 
@@ -733,7 +796,14 @@ func (p *Partition) ExpireLocks(nowMs int64) *Write {
 			changed = appendRange(changed, s.first, s.last)
 		}
 	}
-	return p.finishLocked(changed)
+	// the acquisition lock timeout names its cause
+	// (releaseAcquisitionLockOnTimeout: DELIVERY_COUNT_EXCEEDED)
+	dlq := p.dlqLocked(nil, changed, CauseDeliveryCount)
+	w := p.finishLocked(changed)
+	if w != nil {
+		w.DLQ = dlq
+	}
+	return w
 }
 
 // ReleaseMember releases every record member holds (a member that left the
@@ -753,7 +823,12 @@ func (p *Partition) ReleaseMember(member string) *Write {
 			changed = appendRange(changed, s.first, s.last)
 		}
 	}
-	return p.finishLocked(changed)
+	dlq := p.dlqLocked(nil, changed, CauseDeliveryCount)
+	w := p.finishLocked(changed)
+	if w != nil {
+		w.DLQ = dlq
+	}
+	return w
 }
 
 // finishLocked persists changes nothing waits for: they count as committed
@@ -796,7 +871,11 @@ func (p *Partition) NextDeadline() int64 {
 // (an Acquired record is persisted as Available: a lock does not survive
 // the leader). p.mu must be held.
 func (p *Partition) writeLocked(changed [][2]int64, gen uint64) *Write {
-	start := p.prospectiveStartLocked(gen)
+	return p.writeAtLocked(changed, gen, p.prospectiveStartLocked(gen))
+}
+
+// writeAtLocked is writeLocked with the start offset to persist given.
+func (p *Partition) writeAtLocked(changed [][2]int64, gen uint64, start int64) *Write {
 	d := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 	d.Partition = p.Partition
 	d.StateEpoch = p.stateEpoch
@@ -934,10 +1013,71 @@ func stateName(st sharestate.RecordState) string {
 		return "ACQUIRED"
 	case sharestate.Acknowledged:
 		return "ACKNOWLEDGED"
+	case sharestate.Archiving:
+		return "ARCHIVING"
 	case sharestate.Archived:
 		return "ARCHIVED"
 	}
 	return fmt.Sprintf("STATE(%d)", st)
+}
+
+// Archive moves the Archiving records of a DLQ batch to Archived once
+// its dead-letter queue write ended, written or not
+// (SharePartition.initiateDLQAndArchive: "Failed to write to DLQ,
+// proceeding to ARCHIVED regardless."); the Write persists it, nil when
+// none was still Archiving (the partition was dropped or the start offset
+// passed them).
+func (p *Partition) Archive(b DLQBatch) *Write {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.loaded || p.fenced {
+		return nil
+	}
+	first := max(b.First, p.start)
+	if b.Last < first {
+		return nil
+	}
+	before := p.start
+	changed := p.setRangeLocked(first, b.Last, func(s *span) bool {
+		if s.state != sharestate.Archiving {
+			return false
+		}
+		s.state = sharestate.Archived
+		return true
+	}, 0)
+	if len(changed) == 0 {
+		return nil
+	}
+	// Kafka writes the start offset as it stands: the archived records
+	// move it once the write completed, and it is persisted by the next
+	// write (initiateDLQAndArchive, then maybeUpdateCachedStateAndOffsets)
+	p.spans = mergeSpans(p.spans)
+	w := p.writeAtLocked(changed, 0, before)
+	p.advanceLocked()
+	p.checkLocked()
+	return w
+}
+
+// Resume lists the Archiving records read back by Load, for their DLQ
+// write to be made again (SharePartition.maybeResumeDlqArchiving: the
+// cause is the delivery count's at or past the limit, a rejection
+// otherwise).
+func (p *Partition) Resume() []DLQBatch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []DLQBatch
+	for i := range p.spans {
+		s := &p.spans[i]
+		if s.state != sharestate.Archiving {
+			continue
+		}
+		cause := CauseRejected
+		if s.deliveries >= p.lim.DeliveryLimit {
+			cause = CauseDeliveryCount
+		}
+		out = append(out, DLQBatch{First: s.first, Last: s.last, Deliveries: s.deliveries, Cause: cause})
+	}
+	return out
 }
 
 // MoveStart moves the start offset up to the log start offset when the

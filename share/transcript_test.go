@@ -26,7 +26,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with the
 // foo (partitions 0 and 1) of a fake log, a manual clock starting at 0 ms,
 // and a MemPersister that survives "restart".
 //
-//	setup [lock=MS] [limit=N] [max-locks=N] [reset=earliest|latest] [isolation=read_committed] [sessions=N]
+//	setup [lock=MS] [limit=N] [max-locks=N] [reset=earliest|latest] [isolation=read_committed] [sessions=N] [dlq=TOPIC]
+//	                                       dlq: share.version 2 and the group's DLQ topic
+//	dlq run|fail                           run the DLQ writes queued so far, answering ok or an error
 //	produce [p=N] n=N [gap=N] [pid=P txn]  append a batch of n records (gap: after N offsets
 //	                                       compaction removed; pid/txn: transactional)
 //	marker [p=N] pid=P commit|abort        append a transaction marker
@@ -99,6 +101,20 @@ type harness struct {
 	defaults  Defaults
 	group     map[string]string
 	epoch     int32
+	dlqOn     bool
+	dlqQueue  []func()
+	dlqFail   bool
+	dlqLog    []string
+}
+
+func (h *harness) WriteDLQ(_ context.Context, r DLQRecords) error {
+	s := fmt.Sprintf("dlq %s foo-%d %d-%d deliveries=%d cause=%q", r.Group, r.Partition, r.First, r.Last, r.Deliveries, r.Cause)
+	if h.dlqFail {
+		h.dlqLog = append(h.dlqLog, s+": failed")
+		return fmt.Errorf("DLQ write failed")
+	}
+	h.dlqLog = append(h.dlqLog, s+": written")
+	return nil
 }
 
 func newHarness() *harness {
@@ -112,7 +128,9 @@ func (h *harness) newManager() {
 	h.log.epoch = h.epoch
 	h.m = NewManager(Config{Persister: h.persister, Log: h.log, Defaults: h.defaults,
 		GroupConfig: func(string) map[string]string { return h.group },
-		Now:         func() time.Time { return h.now }})
+		Now:         func() time.Time { return h.now },
+		DLQ:         h, DLQFeature: func() bool { return h.dlqOn },
+		DLQSpawn: func(f func()) { h.dlqQueue = append(h.dlqQueue, f) }})
 }
 
 func args(fields []string) map[string]string {
@@ -177,6 +195,10 @@ func (h *harness) run(t *testing.T, line string) string {
 		}
 		if v := a["isolation"]; v != "" {
 			h.group["share.isolation.level"] = v
+		}
+		if v := a["dlq"]; v != "" {
+			h.dlqOn = true
+			h.group["errors.deadletterqueue.topic.name"] = v
 		}
 		h.newManager()
 		b.WriteString("ok\n")
@@ -249,6 +271,20 @@ func (h *harness) run(t *testing.T, line string) string {
 			}
 		}
 		b.WriteString("ok\n")
+	case "dlq":
+		h.dlqFail = fields[1] == "fail"
+		for len(h.dlqQueue) > 0 {
+			f := h.dlqQueue[0]
+			h.dlqQueue = h.dlqQueue[1:]
+			f() // may queue more (none today)
+		}
+		if len(h.dlqLog) == 0 {
+			b.WriteString("none\n")
+		}
+		for _, l := range h.dlqLog {
+			b.WriteString(l + "\n")
+		}
+		h.dlqLog = nil
 	case "group-empty":
 		h.m.OnGroupEmpty("g")
 		b.WriteString("ok\n")

@@ -57,7 +57,10 @@ const (
 	Available    RecordState = 0
 	Acquired     RecordState = 1
 	Acknowledged RecordState = 2
-	Archived     RecordState = 4
+	// Archiving: on its way to the share group's dead-letter queue
+	// (KIP-1191, share.version 2); Archived once the DLQ write ended
+	Archiving RecordState = 3
+	Archived  RecordState = 4
 )
 
 // AcknowledgeType is a ShareAcknowledge/ShareFetch acknowledgement type
