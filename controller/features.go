@@ -116,8 +116,7 @@ var productionFeatures = []FeatureSpec{
 		{BootstrapMV: mv4_1_IV0, Depends: map[string]int16{featureMetadataVersion: metadatacache.MV4_0_IV1}}}, MaxSupported: 1},
 	{Name: featureShareVersion, Levels: levels(metadatacache.MV3_3_IV3, 28, 31), MaxSupported: 1,
 		Unsupported: "the share group dead-letter queue of share.version 2 (KIP-1191) is not implemented"},
-	{Name: featureStreamsVersion, Levels: levels(metadatacache.MV3_3_IV3, 29), MaxSupported: 0,
-		Unsupported: "streams groups (KIP-1071) are not implemented"},
+	{Name: featureStreamsVersion, Levels: levels(metadatacache.MV3_3_IV3, 29), MaxSupported: 1},
 }
 
 func levels(mvs ...int16) []FeatureLevelSpec {

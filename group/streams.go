@@ -623,10 +623,18 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		recs = append(recs, streamsGroupMetadataRecord(&newG))
 		s.c.log.Info("bumped streams group epoch", zap.String("group", gid), zap.String("member", mid), zap.Int32("epoch", groupEpoch))
 	}
+	// The first member of an empty group starts the initial rebalance
+	// delay (streams.initial.rebalance.delay.ms): until it ends the
+	// members get epoch max(1, assignment epoch) and no task, with
+	// ASSIGNMENT_DELAYED, and the timer computes the first target.
 	initialDeadline := g.initialDeadline
-	if bump && len(g.members) == 0 && g.assignmentEpoch == 0 {
-		if d := s.streamsInt(gid, "streams.initial.rebalance.delay.ms", 3000); d > 0 && initialDeadline == 0 {
-			initialDeadline = now + d
+	if initialDeadline != 0 && now >= initialDeadline {
+		initialDeadline = 0
+	}
+	startDelay := false
+	if bump && len(g.members) == 0 && initialDeadline == 0 {
+		if d := s.streamsInt(gid, "streams.initial.rebalance.delay.ms", 3000); d > 0 {
+			initialDeadline, startDelay = now+d, true
 		}
 	}
 
@@ -637,15 +645,20 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		target = g.target[replaced.id]
 	}
 	delayed := false
-	if groupEpoch > g.assignmentEpoch && configured.ready() {
-		if (initialDeadline != 0 && now < initialDeadline) || now < g.assignmentTs+s.streamsAssignmentInterval(gid) {
+	if groupEpoch > g.assignmentEpoch {
+		switch {
+		case initialDeadline != 0:
 			delayed = true
-		} else {
+			targetEpoch, target = max(1, g.assignmentEpoch), newTasksTuple()
+		case !configured.ready():
+		case now < g.assignmentTs+s.streamsAssignmentInterval(gid):
+			// canComputeNextTargetAssignment: the members keep the
+			// current target until the interval passed.
+		default:
 			trecs, all := s.streamsTargetRecords(g, configured, upd, replaced)
 			recs = append(recs, trecs...)
 			recs = append(recs, streamsTargetMetadataRecord(gid, groupEpoch, now))
 			targetEpoch, target = groupEpoch, all[mid]
-			initialDeadline = 0
 		}
 	}
 	if target.active == nil {
@@ -653,10 +666,7 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 	}
 
 	// Reconcile (CurrentAssignmentBuilder).
-	next := upd
-	if configured.ready() || !upd.assigned.empty() {
-		next = s.reconcileStreams(g, upd, targetEpoch, target, req)
-	}
+	next := s.reconcileStreams(g, upd, targetEpoch, target, req)
 	if isNew || replaced != nil || next.epoch != old.epoch || next.prevEpoch != old.prevEpoch || next.state != old.state ||
 		!next.assigned.equal(old.assigned) || !next.revoking.equal(old.revoking) {
 		recs = append(recs, streamsCurrentAssignmentRecord(gid, next))
@@ -675,7 +685,7 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		s.cancel(streamsRebalanceKey(gid, replaced.id))
 	}
 	g.configured, g.topicsHash, g.initialDeadline = configured, hash, initialDeadline
-	if delayed && initialDeadline != 0 {
+	if startDelay {
 		s.scheduleStreamsInitial(gid, initialDeadline-now)
 	}
 	m := g.members[mid]
@@ -695,7 +705,7 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		AcceptableRecoveryLag:    s.streamsInt(gid, "streams.acceptable.recovery.lag", 10000),
 		Status:                   []kmsg.StreamsGroupHeartbeatResponseStatus{}}
 	resp.AcceptableRecoveryLagLegacy = int32(min(resp.AcceptableRecoveryLag, 1<<31-1))
-	if req.MemberEpoch == 0 || req.ActiveTasks == nil && false || !prevAssigned.equal(m.assigned) || isNew {
+	if req.MemberEpoch == 0 || !prevAssigned.equal(m.assigned) {
 		resp.ActiveTasks = taskIDsOf(m.assigned.active)
 		resp.StandbyTasks = taskIDsOf(m.assigned.standby)
 		resp.WarmupTasks = taskIDsOf(m.assigned.warmup)
@@ -728,7 +738,7 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: stMissingInternalTopics,
 			StatusDetail: "Internal topics are missing: " + fmt.Sprint(names)})
 	}
-	if delayed && m.epoch != groupEpoch {
+	if delayed {
 		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: stAssignmentDelayed,
 			StatusDetail: "Assignment delayed due to the configured initial rebalance delay."})
 	}
@@ -744,11 +754,18 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 func (s *shard) scheduleStreamsInitial(gid string, delayMs int64) {
 	s.schedule(streamsInitialKey(gid), time.Duration(delayMs)*time.Millisecond, func() {
 		g := s.stgs[gid]
-		if g == nil || g.epoch <= g.assignmentEpoch {
+		if g == nil {
 			return
 		}
 		g.initialDeadline = 0
-		if g.configured == nil || !g.configured.ready() || len(g.members) == 0 {
+		if len(g.members) == 0 {
+			s.c.log.Info("skipping delayed target assignment: group is empty", zap.String("group", gid))
+			return
+		}
+		if g.epoch <= g.assignmentEpoch {
+			return
+		}
+		if g.configured == nil || !g.configured.ready() {
 			s.c.log.Info("cannot compute delayed target assignment: configured topology is not present", zap.String("group", gid))
 			return
 		}
