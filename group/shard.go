@@ -22,7 +22,7 @@ type shard struct {
 
 	groups map[string]*classicGroup
 	cgs    map[string]*consumerGroup
-	sgs    map[string]*shareGroup // share groups (share.go)
+	sgs    map[string]*shareGroup   // share groups (share.go)
 	stgs   map[string]*streamsGroup // streams groups (streams.go)
 	// shareMeta is each share group's ShareGroupStatePartitionMetadata
 	// (share_state.go); it may outlive or precede its group.

@@ -37,13 +37,13 @@ const (
 
 // Heartbeat status codes (StreamsGroupHeartbeatResponse.Status).
 const (
-	stStaleTopology             int8 = 0
-	stMissingSourceTopics       int8 = 1
-	stIncorrectlyPartitioned    int8 = 2
-	stMissingInternalTopics     int8 = 3
-	stShutdownApplication       int8 = 4
-	stAssignmentDelayed         int8 = 5
-	stMissingClientTags         int8 = 6
+	stStaleTopology              int8 = 0
+	stMissingSourceTopics        int8 = 1
+	stIncorrectlyPartitioned     int8 = 2
+	stMissingInternalTopics      int8 = 3
+	stShutdownApplication        int8 = 4
+	stAssignmentDelayed          int8 = 5
+	stMissingClientTags          int8 = 6
 	streamsLeaveGroupEpoch            = -1
 	streamsLeaveGroupStaticEpoch      = -2
 )
@@ -375,9 +375,9 @@ func (s *shard) streamsAssignmentConfigs(gid string) map[string]string {
 
 // ---- timers ----
 
-func streamsSessionKey(g, m string) string { return "stg-session-" + g + "-" + m }
+func streamsSessionKey(g, m string) string   { return "stg-session-" + g + "-" + m }
 func streamsRebalanceKey(g, m string) string { return "stg-rebalance-" + g + "-" + m }
-func streamsInitialKey(g string) string { return "stg-initial-rebalance-" + g }
+func streamsInitialKey(g string) string      { return "stg-initial-rebalance-" + g }
 
 func (s *shard) scheduleStreamsSession(gid, mid string) {
 	s.schedule(streamsSessionKey(gid, mid), s.streamsSessionTimeout(gid), func() {
