@@ -37,7 +37,7 @@ func writeMem(t *testing.T, fs vfs.FS, path string, b []byte) {
 func TestSupportedFeatures(t *testing.T) {
 	want := []FeatureRange{
 		{"eligible.leader.replicas.version", 0, 1}, {"group.version", 0, 1}, {"kraft.version", 0, 1},
-		{"metadata.version", 7, 33}, {"share.version", 0, 1}, {"streams.version", 0, 0}, {"transaction.version", 0, 2},
+		{"metadata.version", 7, 33}, {"share.version", 0, 1}, {"streams.version", 0, 1}, {"transaction.version", 0, 2},
 	}
 	if got := SupportedFeatures(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%v", got)
@@ -72,7 +72,7 @@ func TestBootstrapFeatures(t *testing.T) {
 		want    []Feature
 		err     string
 	}{
-		{mv: 33, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"streams.version", 1}, {"transaction.version", 2}}},
 		{mv: 28, want: []Feature{{"metadata.version", 28}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
 		{mv: 26, given: map[string]int16{"share.version": 1}, want: []Feature{{"metadata.version", 26}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
 		{mv: 26, want: []Feature{{"metadata.version", 26}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"transaction.version", 2}}},
@@ -85,8 +85,8 @@ func TestBootstrapFeatures(t *testing.T) {
 		{mv: 7, given: map[string]int16{"group.version": 1}, want: []Feature{{"metadata.version", 7}, {"group.version", 1}}},
 		{mv: 33, given: map[string]int16{"share.version": 0, "eligible.leader.replicas.version": 0, "streams.version": 0, "group.version": 0},
 			want: []Feature{{"metadata.version", 33}, {"transaction.version", 2}}},
-		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
-		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 0}, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"streams.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 0}, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"share.version", 1}, {"streams.version", 1}, {"transaction.version", 2}}},
 		{mv: 33, given: map[string]int16{"nope": 1}, err: "Unsupported feature: nope. Supported features are: eligible.leader.replicas.version, group.version, kraft.version, share.version, streams.version, transaction.version"},
 		{mv: 33, given: map[string]int16{"share.version": 5}, err: "No feature:share.version with feature level 5"},
 		{mv: 33, given: map[string]int16{"transaction.version": 3}, err: "No feature:transaction.version with feature level 3"},
@@ -221,8 +221,8 @@ func TestUpdateFeatures(t *testing.T) {
 			"Invalid update version 34 for feature metadata.version. Local controller 1 only supports versions 7-33"},
 		{featureUpdate("share.version", 2, upgradeUpgrade),
 			"Invalid update version 2 for feature share.version. Local controller 1 only supports versions 0-1"},
-		{featureUpdate("streams.version", 1, upgradeUpgrade),
-			"Invalid update version 1 for feature streams.version. Local controller 1 does not support this feature."},
+		{featureUpdate("streams.version", 2, upgradeUpgrade),
+			"Invalid update version 2 for feature streams.version. Local controller 1 only supports versions 0-1"},
 		{featureUpdate("transaction.version", 3, upgradeUpgrade),
 			"Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"},
 		{featureUpdate("group.version", 2, upgradeSafeDowngrade),
@@ -235,8 +235,8 @@ func TestUpdateFeatures(t *testing.T) {
 		check(updateFeatures(2, false, c.u), fail(c.want))
 	}
 	// One bad update fails all.
-	check(updateFeatures(2, false, featureUpdate("group.version", 0, upgradeSafeDowngrade), featureUpdate("streams.version", 1, upgradeUpgrade)),
-		fail("Invalid update version 1 for feature streams.version. Local controller 1 does not support this feature."))
+	check(updateFeatures(2, false, featureUpdate("group.version", 0, upgradeSafeDowngrade), featureUpdate("streams.version", 2, upgradeUpgrade)),
+		fail("Invalid update version 2 for feature streams.version. Local controller 1 only supports versions 0-1"))
 	if level("group.version") != 1 {
 		t.Fatal("a failed request changed group.version")
 	}
