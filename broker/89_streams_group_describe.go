@@ -58,11 +58,6 @@ func handleStreamsGroupDescribe(ctx context.Context, b *Broker, req *protocol.Re
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		if g.ErrorCode != 0 {
-			if g.ErrorMessage == nil {
-				if e, ok := kerr.ErrorForCode(g.ErrorCode).(*kerr.Error); ok {
-					g.ErrorMessage = strPtr(e.Description)
-				}
-			}
 			continue
 		}
 		hidden := false

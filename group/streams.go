@@ -953,6 +953,13 @@ func (s *shard) describeStreamsGroup(id string, rg *kmsg.StreamsGroupDescribeRes
 		g.topicsHash = topicsHash(s.c.cfg.Image(), g.topology)
 	}
 	rg.State, rg.Epoch, rg.AssignmentEpoch = g.stateString(), g.epoch, g.assignmentEpoch
+	assignor := "sticky"
+	if s.c.cfg.GroupConfig != nil {
+		if v, ok := s.c.cfg.GroupConfig(id).Value("streams.assignor.name"); ok && v != "" {
+			assignor = v
+		}
+	}
+	rg.AssignorName = &assignor
 	if g.topology != nil {
 		t := &kmsg.StreamsGroupDescribeResponseGroupTopology{Epoch: g.topology.epoch}
 		for _, sub := range g.topology.subs {

@@ -73,11 +73,12 @@ func validateStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) error {
 		switch {
 		case req.RebalanceTimeoutMillis == -1:
 			return inv("RebalanceTimeoutMs must be provided in first request.")
-		case len(req.ActiveTasks) > 0:
+		// Utils.throwIfNotEmptyCollection: null is not empty.
+		case req.ActiveTasks == nil || len(req.ActiveTasks) > 0:
 			return inv("ActiveTasks must be empty when (re-)joining.")
-		case len(req.StandbyTasks) > 0:
+		case req.StandbyTasks == nil || len(req.StandbyTasks) > 0:
 			return inv("StandbyTasks must be empty when (re-)joining.")
-		case len(req.WarmupTasks) > 0:
+		case req.WarmupTasks == nil || len(req.WarmupTasks) > 0:
 			return inv("WarmupTasks must be empty when (re-)joining.")
 		case req.Topology == nil:
 			return inv("Topology must be non-null when (re-)joining.")
