@@ -736,7 +736,7 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		}
 		sort.Strings(names)
 		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: stMissingInternalTopics,
-			StatusDetail: "Internal topics are missing: " + fmt.Sprint(names)})
+			StatusDetail: "Internal topics are missing: " + summarizeTopics(names)})
 	}
 	if delayed {
 		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: stAssignmentDelayed,

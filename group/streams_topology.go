@@ -148,7 +148,7 @@ func configureTopics(img *metadatacache.Image, t *streamsTopology) *configuredTo
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		missing = slices.Compact(missing)
-		c.err = &topicConfigErr{stMissingSourceTopics, "Source topics " + strings.Join(missing, ", ") + " are missing."}
+		c.err = &topicConfigErr{stMissingSourceTopics, "Source topics " + summarizeTopics(missing) + " are missing."}
 		return c
 	}
 	// Repartition topics' partition counts (RepartitionTopics.setup).
@@ -279,9 +279,22 @@ func configureTopics(img *metadatacache.Image, t *streamsTopology) *configuredTo
 		case !ok:
 			c.toCreate = append(c.toCreate, ti)
 		case p != ti.partitions:
-			c.err = &topicConfigErr{stIncorrectlyPartitioned, fmt.Sprintf("Existing internal topic %s has invalid number of partitions: expected: %d; actual: %d.", name, ti.partitions, p)}
+			c.err = &topicConfigErr{stIncorrectlyPartitioned, fmt.Sprintf("Existing topic %s has different number of partitions: expected %d, found %d", name, ti.partitions, p)}
 			return c
 		}
 	}
 	return c
+}
+
+// summarizeTopics is InternalTopicManager.summarizeTopics: the first three
+// names joined with ",", then how many more.
+func summarizeTopics(names []string) string {
+	if len(names) == 0 {
+		return "<none>"
+	}
+	s := strings.Join(names[:min(3, len(names))], ",")
+	if len(names) > 3 {
+		s += fmt.Sprintf(" and %d additional topics", len(names)-3)
+	}
+	return s
 }

@@ -96,6 +96,13 @@ func TestStreamsGroupProtocolTwoInstances(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	// Kafka's tool lists and describes the group.
+	for _, args := range [][]string{{"--list"}, {"--describe", "--group", app}, {"--describe", "--group", app, "--members"},
+		{"--describe", "--group", app, "--offsets"}, {"--describe", "--group", app, "--state"}} {
+		res := MustKafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-streams-groups.sh",
+			append([]string{"--bootstrap-server", b.Addr}, args...)...)
+		t.Logf("kafka-streams-groups.sh %v:\n%s", args, res.Stdout)
+	}
 	p1.Stop()
 	produceWords(t, pcl, in, 2)
 	w.waitTotal(t, 3*streamsPhase, 120*time.Second, p2)
