@@ -95,19 +95,20 @@ func (f FeatureSpec) DefaultLevel(mv int16) int16 {
 }
 
 // productionFeatures are Kafka 4.4's Feature.PRODUCTION_FEATURES, in its
-// order. Two stop below Kafka 4.4's latest level in kgo-broker, so a
-// kgo-broker cluster never finalizes those levels and a Kafka controller
+// order. One stops below Kafka 4.4's latest level in kgo-broker, so a
+// kgo-broker cluster never finalizes that level and a Kafka controller
 // whose cluster did refuses a kgo-broker registration (the broker does not
 // support the finalized level):
 //
 //   - share.version (KIP-932, KIP-1191): share groups (level 1: the share
 //     coordinator, ShareGroupHeartbeat, ShareFetch, ShareAcknowledge) but
 //     not the dead-letter queue of level 2.
-//   - streams.version (KIP-1071): no streams groups (StreamsGroupHeartbeat).
 //
-// group.version 1 (KIP-848), transaction.version 2 (KIP-890) and
-// eligible.leader.replicas.version 1 (KIP-966, the default from 4.1-IV0;
-// partitions.go) are supported as Kafka 4.4 bootstraps them.
+// group.version 1 (KIP-848), transaction.version 2 (KIP-890),
+// streams.version 1 (KIP-1071 streams groups, the default from 4.2-IV1;
+// group/streams.go) and eligible.leader.replicas.version 1 (KIP-966, the
+// default from 4.1-IV0; partitions.go) are supported as Kafka 4.4
+// bootstraps them.
 var productionFeatures = []FeatureSpec{
 	{Name: featureKRaftVersion, Levels: levels(metadatacache.MV3_3_IV3, 21), MaxSupported: 1},
 	{Name: featureTxnVersion, Levels: levels(metadatacache.MV3_3_IV3, 24, 24), MaxSupported: 2},
@@ -180,8 +181,9 @@ type Feature struct {
 // DefaultBootstrapFeatures are the features a new cluster gets: what
 // BootstrapFeatures(DefaultMetadataVersion, nil, false) returns, which is
 // metadata.version 4.4-IV2, eligible.leader.replicas.version 1,
-// group.version 1, share.version 1 and transaction.version 2 (Kafka 4.4
-// finalizes share.version 2 and streams.version 1; see productionFeatures).
+// group.version 1, share.version 1, streams.version 1 and
+// transaction.version 2 (Kafka 4.4 finalizes share.version 2; see
+// productionFeatures).
 func DefaultBootstrapFeatures() []Feature {
 	fs, err := BootstrapFeatures(DefaultMetadataVersion, nil, false)
 	if err != nil {

@@ -177,6 +177,16 @@
 //     being persisted (no metadataHash / ConsumerGroupPartitionMetadata), and
 //     KIP-1251 assignment epochs live in memory only (after a reload a
 //     member's partitions date from its current epoch).
+//   - Streams groups (streams.go, KIP-1071): StreamsGroupMetadata's
+//     metadata hash is written as 0 and the topology is configured again
+//     from the image when a topic of it changes (a Kafka node reading the
+//     record recomputes it); the sticky task assignor balances active and
+//     standby tasks and keeps them with their owner, but places the rest
+//     in its own order and makes no warm-up tasks (Kafka's
+//     StickyTaskAssignor may place tasks differently); source topic
+//     regexes are not resolved; the assignor runs on the loop
+//     (streams.assignor.offload.enable is not honoured); there is no
+//     topology description plugin (KIP-1331).
 //   - OffsetCommitValue is written at v3 (v1 with an expire timestamp), not
 //     v4 with the topic id tag; every version is readable by Kafka's tools.
 //   - Each write is its own append (no append linger batching).
