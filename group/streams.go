@@ -498,31 +498,51 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 	old := g.members[mid]
 	isNew := false
 	var replaced *streamsMember // a static member's previous incarnation
-	if req.InstanceID != nil && req.MemberEpoch == 0 {
-		if prevID, ok := g.static[*req.InstanceID]; ok && prevID != mid {
-			replaced = g.members[prevID]
-		}
-	}
 	switch {
-	case old == nil && req.MemberEpoch != 0:
-		if req.InstanceID != nil {
+	case req.InstanceID != nil && req.MemberEpoch == 0:
+		// getOrMaybeCreateStaticStreamsGroupMember: a static member
+		// rejoining takes over its previous incarnation (released with
+		// epoch -2) under its new member id, with its assignment.
+		if sid, ok := g.static[*req.InstanceID]; ok && g.members[sid] != nil {
+			prev := g.members[sid]
+			if prev.epoch != streamsLeaveGroupStaticEpoch {
+				return nil, errMsg(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", mid, *req.InstanceID, sid)
+			}
+			replaced = prev
+			old = prev.clone()
+			old.id, old.epoch, old.prevEpoch = mid, 0, 0
+			recs = append(recs, streamsMemberTombstones(gid, prev.id)...)
+			if t, ok := g.target[prev.id]; ok {
+				recs = append(recs, streamsTargetMemberRecord(gid, mid, t))
+			}
+			s.c.log.Info("static member re-joins the streams group", zap.String("group", gid), zap.String("member", mid), zap.String("replaced", prev.id))
+		} else {
+			if old == nil {
+				isNew = true
+				old = newStreamsMember(mid)
+			}
+			s.c.log.Info("static member joins the streams group", zap.String("group", gid), zap.String("member", mid), zap.String("instance", *req.InstanceID))
+		}
+	case req.InstanceID != nil:
+		sid, ok := g.static[*req.InstanceID]
+		if !ok || g.members[sid] == nil {
 			return nil, errMsg(kerr.UnknownMemberID, "Member with instance id %s is not a member of group %s.", *req.InstanceID, gid)
 		}
+		if sid != mid {
+			return nil, errMsg(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", mid, *req.InstanceID, sid)
+		}
+		if err := checkStreamsEpoch(old, req); err != nil {
+			return nil, err
+		}
+	case old == nil && req.MemberEpoch != 0:
 		return nil, errMsg(kerr.UnknownMemberID, "Member %s is not a member of group %s.", mid, gid)
 	case old == nil:
 		isNew = true
 		old = newStreamsMember(mid)
-		if replaced != nil {
-			// replaceStreamsMember: the new member id takes the old
-			// member's assignment and epoch.
-			old = replaced.clone()
-			old.id = mid
-			recs = append(recs, streamsMemberTombstones(gid, replaced.id)...)
-			s.c.log.Info("static member re-joins the streams group", zap.String("group", gid), zap.String("member", mid), zap.String("replaced", replaced.id))
-		} else {
-			s.c.log.Info("member joins the streams group", zap.String("group", gid), zap.String("member", mid))
-		}
-	default:
+		s.c.log.Info("member joins the streams group", zap.String("group", gid), zap.String("member", mid))
+	case req.MemberEpoch != 0:
+		// getOrMaybeCreateDynamicStreamsGroupMember: epoch 0 takes the
+		// member as it is; other epochs are checked.
 		if err := checkStreamsEpoch(old, req); err != nil {
 			return nil, err
 		}
@@ -641,7 +661,7 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 	// Target assignment.
 	targetEpoch := g.assignmentEpoch
 	target := g.target[mid]
-	if _, ok := g.target[mid]; !ok && replaced != nil {
+	if replaced != nil {
 		target = g.target[replaced.id]
 	}
 	delayed := false

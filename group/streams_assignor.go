@@ -132,11 +132,6 @@ func (s *shard) streamsTargetRecords(g *streamsGroup, c *configuredTopology, upd
 			recs = append(recs, streamsTargetMemberRecord(g.id, id, target[id]))
 		}
 	}
-	if replaced != nil {
-		if _, ok := g.target[replaced.id]; ok {
-			recs = append(recs, record{Key: memberKey(keyStreamsGroupTargetMember, g.id, replaced.id)})
-		}
-	}
 	return recs, target
 }
 
