@@ -677,6 +677,11 @@ func (s *shard) deleteGroup(id string) error {
 	}
 	delete(s.cgs, id)
 	delete(s.sgs, id)
+	if s.stgs[id] != nil {
+		// createGroupTombstoneRecordsAndCancelTimers: the initial
+		// rebalance delay of a deleted group stops.
+		s.cancel(streamsInitialKey(id))
+	}
 	delete(s.stgs, id)
 	delete(s.shareMeta, id)
 	return nil

@@ -184,10 +184,10 @@ func (s *shard) Loaded() {
 	for _, g := range s.stgs {
 		s.onStreamsGroupLoaded(g)
 	}
-	if len(s.groups)+len(s.cgs)+len(s.sgs) > 0 {
+	if len(s.groups)+len(s.cgs)+len(s.sgs)+len(s.stgs) > 0 {
 		s.c.log.Info("loaded group coordinator partition", zap.Int32("partition", s.ctx.Partition()),
 			zap.Int32("epoch", s.ctx.LeaderEpoch()), zap.Int("classic_groups", len(s.groups)),
-			zap.Int("consumer_groups", len(s.cgs)), zap.Int("share_groups", len(s.sgs)), zap.Int("open_transactions", len(s.pending)))
+			zap.Int("consumer_groups", len(s.cgs)), zap.Int("share_groups", len(s.sgs)), zap.Int("streams_groups", len(s.stgs)), zap.Int("open_transactions", len(s.pending)))
 	}
 }
 

@@ -3,6 +3,8 @@ package group
 import (
 	"encoding/hex"
 	"testing"
+
+	"github.com/kgo-broker/kgo-broker/coordinator"
 )
 
 // TestStreamsRecordBytes pins the streams group records (KIP-1071,
@@ -99,4 +101,59 @@ func TestStreamsRecordReplay(t *testing.T) {
 	if s.stgs["g"] != nil {
 		t.Fatal("group still there after its tombstones")
 	}
+}
+
+func streamsFuzzRecords() []record {
+	rack := "r"
+	m := newStreamsMember("m")
+	m.rackID, m.clientID, m.clientHost, m.processID = &rack, "c", "h", "p"
+	m.endpoint = &endpoint{host: "x", port: 1}
+	m.clientTags = [][2]string{{"k", "v"}}
+	m.epoch, m.prevEpoch = 2, 1
+	m.assigned.active.add("0", 1)
+	m.activeEpochs = map[string]map[int32]int32{"0": {1: 2}}
+	m.revoking.standby.add("1", 0)
+	g := newStreamsGroup("g")
+	g.epoch, g.validatedTopologyEpoch, g.storedDescEpoch, g.failedDescEpoch = 3, 0, 1, 2
+	g.lastAssignmentConfigs = map[string]string{"num.standby.replicas": "1"}
+	topo := &streamsTopology{subs: []subtopology{{id: "0", sources: []string{"in"}, repartitionSinks: []string{"r"}},
+		{id: "1", repartitionSources: []topicInfo{{name: "r", configs: [][2]string{{"a", "b"}}}}, copartition: []copartitionGroup{{repartition: []int16{0}}}}}}
+	return []record{streamsGroupMetadataRecord(g), streamsTopologyRecord("g", topo), streamsMemberMetadataRecord("g", m),
+		streamsTargetMetadataRecord("g", 3, 5), streamsTargetMemberRecord("g", "m", m.assigned), streamsCurrentAssignmentRecord("g", m)}
+}
+
+// FuzzReplayStreamsRecord: a streams group record, however malformed,
+// never panics replay.
+func FuzzReplayStreamsRecord(f *testing.F) {
+	for _, r := range streamsFuzzRecords() {
+		f.Add(r.Key, r.Value, false)
+		f.Add(r.Key, []byte(nil), true)
+		if len(r.Value) > 3 {
+			f.Add(r.Key, r.Value[:len(r.Value)-3], false)
+		}
+	}
+	f.Fuzz(func(t *testing.T, k, v []byte, tombstone bool) {
+		if tombstone {
+			v = nil
+		} else if v == nil {
+			v = []byte{}
+		}
+		s := fuzzShard()
+		for _, r := range streamsFuzzRecords() {
+			s.replay(0, coordinator.NoProducer, r.Key, r.Value)
+		}
+		s.replay(0, coordinator.NoProducer, k, v)
+		for _, g := range s.stgs {
+			_ = g.stateString()
+			_ = g.topicSubtopologies()
+			for _, m := range g.members {
+				_ = streamsCurrentAssignmentRecord(g.id, m)
+				_ = streamsMemberMetadataRecord(g.id, m)
+			}
+			if g.topology != nil {
+				_ = streamsTopologyRecord(g.id, g.topology)
+			}
+			_ = streamsGroupMetadataRecord(g)
+		}
+	})
 }
