@@ -22,11 +22,15 @@ type taskID struct {
 	p   int32
 }
 
-// stickyAssign is StickyTaskAssignor.assign, without warm-up tasks and
-// rack-aware standby placement: active tasks stay with their previous
-// member while it is under its share (ceil(tasks / members)), the rest go
-// to the least loaded member; then each task gets numStandby standby
-// replicas on members of other processes, previous holders first.
+// stickyAssign follows StickyTaskAssignor.assign (which makes no warm-up
+// tasks either): an active task stays with its previous member while that
+// member is under its quota (ceil(tasks / members)), else goes to a member
+// that held it as standby, else (ordered by partition, then subtopology)
+// to the least loaded process and its least loaded member; then each task
+// gets numStandby standby replicas on members of other processes, previous
+// holders first. Not followed: Kafka ranks standby candidates by their
+// reported changelog offsets and places standbys rack-aware by client
+// tags.
 func stickyAssign(members []stAssignMember, numTasks map[string]int32, numStandby int) map[string]tasksTuple {
 	out := map[string]tasksTuple{}
 	if len(members) == 0 {
@@ -68,11 +72,51 @@ func stickyAssign(members []stAssignMember, numTasks map[string]int32, numStandb
 		}
 		return best
 	}
+	// Then the members that held the task as standby, least loaded
+	// first, within their quota (findPrevMemberWithLeastLoad).
 	for _, t := range all {
 		if _, ok := assigned[t]; ok {
 			continue
 		}
-		id := leastLoaded(nil)
+		id := leastLoaded(func(m stAssignMember) bool { return m.prevStand.has(t.sub, t.p) && load[m.id] < capacity })
+		if id != "" {
+			assigned[t] = id
+			out[id].active.add(t.sub, t.p)
+			load[id]++
+		}
+	}
+	// The rest by partition, then subtopology, each to the least loaded
+	// process (tasks per member) and its least loaded member.
+	var rest []taskID
+	for _, t := range all {
+		if _, ok := assigned[t]; !ok {
+			rest = append(rest, t)
+		}
+	}
+	sort.SliceStable(rest, func(i, j int) bool {
+		if rest[i].p != rest[j].p {
+			return rest[i].p < rest[j].p
+		}
+		return rest[i].sub < rest[j].sub
+	})
+	procMembers := map[string][]string{}
+	for _, m := range members {
+		procMembers[m.process] = append(procMembers[m.process], m.id)
+	}
+	procs := slices.Sorted(maps.Keys(procMembers))
+	for _, t := range rest {
+		bestProc, bestLoad := "", 0.0
+		for _, pr := range procs {
+			n := 0
+			for _, id := range procMembers[pr] {
+				n += load[id]
+			}
+			l := float64(n) / float64(len(procMembers[pr]))
+			if bestProc == "" || l < bestLoad {
+				bestProc, bestLoad = pr, l
+			}
+		}
+		id := leastLoaded(func(m stAssignMember) bool { return m.process == bestProc })
 		assigned[t] = id
 		out[id].active.add(t.sub, t.p)
 		load[id]++
