@@ -180,10 +180,10 @@
 //   - Streams groups (streams.go, KIP-1071): StreamsGroupMetadata's
 //     metadata hash is written as 0 and the topology is configured again
 //     from the image when a topic of it changes (a Kafka node reading the
-//     record recomputes it); the sticky task assignor balances active and
-//     standby tasks and keeps them with their owner, but places the rest
-//     in its own order and makes no warm-up tasks (Kafka's
-//     StickyTaskAssignor may place tasks differently); source topic
+//     record recomputes it); the sticky task assignor follows
+//     StickyTaskAssignor's active passes, but places standby tasks
+//     without Kafka's ranking by reported changelog offsets and without
+//     rack-aware client tags (neither makes warm-up tasks); source topic
 //     regexes are not resolved; the assignor runs on the loop
 //     (streams.assignor.offload.enable is not honoured); there is no
 //     topology description plugin (KIP-1331).
