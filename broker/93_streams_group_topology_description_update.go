@@ -1,11 +1,17 @@
 package broker
 
-// StreamsGroupTopologyDescriptionUpdate: v0 (client listeners)
+// StreamsGroupTopologyDescriptionUpdate: v0 (client listeners; KIP-1331)
 //
-// Behavior (KafkaApis with streams groups off): UNSUPPORTED_VERSION.
-// streams.version is 0: kgo-broker does not implement streams groups
-// (KIP-1071); Kafka Streams applications use the classic protocol
-// (group.protocol=classic), which is served.
+// Behavior (KafkaApis.handleStreamsGroupTopologyDescriptionUpdate,
+// GroupCoordinatorService.streamsGroupTopologyDescriptionUpdate):
+//   - UNSUPPORTED_VERSION while streams.version is 0.
+//   - GROUP_AUTHORIZATION_FAILED without READ on the group.
+//   - kgo-broker has no topology description plugin
+//     (group.streams.topology.description.plugin.class is not supported),
+//     so it answers as Kafka 4.4 does without one: UNSUPPORTED_VERSION,
+//     "The broker has no streams group topology description plugin
+//     configured." Heartbeats never ask for a description
+//     (TopologyDescriptionRequired false).
 //
 // Version notes: v0 (KIP-1331).
 
@@ -23,6 +29,14 @@ func init() { regKey(93, 0, 0, onBroker, handleStreamsGroupTopologyDescriptionUp
 func handleStreamsGroupTopologyDescriptionUpdate(ctx context.Context, b *Broker, req *protocol.Request) (protocol.Response, error) {
 	r := req.Msg.(*kmsg.StreamsGroupTopologyDescriptionUpdateRequest)
 	resp := r.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
-	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	switch {
+	case !b.streamsGroupsEnabled():
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+	case !b.authorize(req, opRead, resGroup, r.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	default:
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ErrorMessage = strPtr("The broker has no streams group topology description plugin configured.")
+	}
 	return protocol.Response{Msg: resp}, nil
 }

@@ -105,25 +105,25 @@ func TestBootstrapOnEmptyLog(t *testing.T) {
 	if mv := img.MetadataVersion(); mv != DefaultMetadataVersion {
 		t.Fatalf("metadata.version %d", mv)
 	}
-	want := map[string]int16{"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1, "share.version": 2, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1, "share.version": 2, "streams.version": 1, "transaction.version": 2}
 	got := img.Features()
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("feature %s = %d, want %d (all %v)", k, got[k], v, got)
 		}
 	}
-	// Offset 0 is the LeaderChange record: Begin, 5 FeatureLevel, the
-	// cluster-level min.insync.replicas (ELR is on), End at 1..8.
-	if img.Offset != 8 {
-		t.Errorf("image offset %d, want 8", img.Offset)
+	// Offset 0 is the LeaderChange record: Begin, 6 FeatureLevel, the
+	// cluster-level min.insync.replicas (ELR is on), End at 1..9.
+	if img.Offset != 9 {
+		t.Errorf("image offset %d, want 9", img.Offset)
 	}
 	if v := img.DefaultBrokerConfig()["min.insync.replicas"]; v != "1" {
 		t.Errorf("cluster min.insync.replicas %q, want 1", v)
 	}
 	// A NoOpRecord moves the offset.
 	e.c.writeNoOp()
-	if got := e.c.Image().Offset; got != 9 {
-		t.Errorf("offset after NoOp %d, want 9", got)
+	if got := e.c.Image().Offset; got != 10 {
+		t.Errorf("offset after NoOp %d, want 10", got)
 	}
 }
 
@@ -147,7 +147,7 @@ func TestRestartReplaysAndDoesNotBootstrapAgain(t *testing.T) {
 	}
 	var txns, mvRecords int
 	e.c.view(func(s *state) { mvRecords = len(s.features); txns = int(s.inTransaction) })
-	if mvRecords != 5 || txns != -1 {
+	if mvRecords != 6 || txns != -1 {
 		t.Fatalf("features %d, open transaction at %d", mvRecords, txns)
 	}
 	// The broker is still registered with its epoch; a new incarnation may

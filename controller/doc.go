@@ -41,8 +41,8 @@
 // advertises and UpdateFeatures checks against) and the rules the format
 // command and UpdateFeatures share: default levels per metadata.version,
 // dependencies, safe downgrades. share.version stops at 1 (share groups
-// without the dead-letter queue of level 2) and streams.version at 0 (no
-// streams groups yet); eligible.leader.replicas.version 1 (KIP-966) is the default from 4.1-IV0. Every record is
+// without the dead-letter queue of level 2); streams.version 1 (KIP-1071
+// streams groups) is the default from 4.2-IV1; eligible.leader.replicas.version 1 (KIP-966) is the default from 4.1-IV0. Every record is
 // written at the version the finalized metadata.version implies
 // (metadatacache.RecordVersionFor; below 3.6-IV0 an ISR shrink also bumps the
 // leader epoch).

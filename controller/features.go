@@ -95,18 +95,14 @@ func (f FeatureSpec) DefaultLevel(mv int16) int16 {
 }
 
 // productionFeatures are Kafka 4.4's Feature.PRODUCTION_FEATURES, in its
-// order. One stops below Kafka 4.4's latest level in kgo-broker, so a
-// kgo-broker cluster never finalizes that level and a Kafka controller
-// whose cluster did refuses a kgo-broker registration (the broker does not
-// support the finalized level):
-//
-//   - streams.version (KIP-1071): no streams groups (StreamsGroupHeartbeat).
-//
-// group.version 1 (KIP-848), transaction.version 2 (KIP-890),
+// order, each supported up to Kafka 4.4's latest level, so a kgo-broker
+// node registers with a Kafka controller whose cluster was formatted at
+// Kafka's defaults: group.version 1 (KIP-848), transaction.version 2 (KIP-890),
 // eligible.leader.replicas.version 1 (KIP-966, the default from 4.1-IV0;
-// partitions.go) and share.version 2 (KIP-932 share groups at level 1, the
-// KIP-1191 dead-letter queue at level 2, from 4.4-IV0) are supported as
-// Kafka 4.4 bootstraps them.
+// partitions.go), share.version 2 (KIP-932 share groups at level 1, the
+// KIP-1191 dead-letter queue at level 2, from 4.4-IV0) and streams.version
+// 1 (KIP-1071 streams groups, the default from 4.2-IV1; group/streams.go)
+// are supported as Kafka 4.4 bootstraps them.
 var productionFeatures = []FeatureSpec{
 	{Name: featureKRaftVersion, Levels: levels(metadatacache.MV3_3_IV3, 21), MaxSupported: 1},
 	{Name: featureTxnVersion, Levels: levels(metadatacache.MV3_3_IV3, 24, 24), MaxSupported: 2},
@@ -114,8 +110,7 @@ var productionFeatures = []FeatureSpec{
 	{Name: featureELRVersion, Levels: []FeatureLevelSpec{{BootstrapMV: metadatacache.MV3_3_IV3},
 		{BootstrapMV: mv4_1_IV0, Depends: map[string]int16{featureMetadataVersion: metadatacache.MV4_0_IV1}}}, MaxSupported: 1},
 	{Name: featureShareVersion, Levels: levels(metadatacache.MV3_3_IV3, 28, 31), MaxSupported: 2},
-	{Name: featureStreamsVersion, Levels: levels(metadatacache.MV3_3_IV3, 29), MaxSupported: 0,
-		Unsupported: "streams groups (KIP-1071) are not implemented"},
+	{Name: featureStreamsVersion, Levels: levels(metadatacache.MV3_3_IV3, 29), MaxSupported: 1},
 }
 
 func levels(mvs ...int16) []FeatureLevelSpec {
@@ -179,8 +174,8 @@ type Feature struct {
 // DefaultBootstrapFeatures are the features a new cluster gets: what
 // BootstrapFeatures(DefaultMetadataVersion, nil, false) returns, which is
 // metadata.version 4.4-IV2, eligible.leader.replicas.version 1,
-// group.version 1, share.version 2 and transaction.version 2 (Kafka 4.4
-// also finalizes streams.version 1; see productionFeatures).
+// group.version 1, share.version 2, streams.version 1 and
+// transaction.version 2, as Kafka 4.4 (see productionFeatures).
 func DefaultBootstrapFeatures() []Feature {
 	fs, err := BootstrapFeatures(DefaultMetadataVersion, nil, false)
 	if err != nil {

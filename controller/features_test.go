@@ -37,7 +37,7 @@ func writeMem(t *testing.T, fs vfs.FS, path string, b []byte) {
 func TestSupportedFeatures(t *testing.T) {
 	want := []FeatureRange{
 		{"eligible.leader.replicas.version", 0, 1}, {"group.version", 0, 1}, {"kraft.version", 0, 1},
-		{"metadata.version", 7, 33}, {"share.version", 0, 2}, {"streams.version", 0, 0}, {"transaction.version", 0, 2},
+		{"metadata.version", 7, 33}, {"share.version", 0, 2}, {"streams.version", 0, 1}, {"transaction.version", 0, 2},
 	}
 	if got := SupportedFeatures(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%v", got)
@@ -72,9 +72,9 @@ func TestBootstrapFeatures(t *testing.T) {
 		want    []Feature
 		err     string
 	}{
-		{mv: 33, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
-		{mv: 31, want: []Feature{{"metadata.version", 31}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
-		{mv: 30, given: map[string]int16{"share.version": 2}, want: []Feature{{"metadata.version", 30}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
+		{mv: 33, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"streams.version", 1}, {"transaction.version", 2}}},
+		{mv: 31, want: []Feature{{"metadata.version", 31}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"streams.version", 1}, {"transaction.version", 2}}},
+		{mv: 30, given: map[string]int16{"share.version": 2}, want: []Feature{{"metadata.version", 30}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"streams.version", 1}, {"transaction.version", 2}}},
 		{mv: 28, want: []Feature{{"metadata.version", 28}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
 		{mv: 26, given: map[string]int16{"share.version": 1}, want: []Feature{{"metadata.version", 26}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
 		{mv: 26, want: []Feature{{"metadata.version", 26}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"transaction.version", 2}}},
@@ -87,9 +87,9 @@ func TestBootstrapFeatures(t *testing.T) {
 		{mv: 7, given: map[string]int16{"group.version": 1}, want: []Feature{{"metadata.version", 7}, {"group.version", 1}}},
 		{mv: 33, given: map[string]int16{"share.version": 0, "eligible.leader.replicas.version": 0, "streams.version": 0, "group.version": 0},
 			want: []Feature{{"metadata.version", 33}, {"transaction.version", 2}}},
-		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
-		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 0}, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"share.version", 2}, {"transaction.version", 2}}},
-		{mv: 33, given: map[string]int16{"share.version": 1}, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, dynamic: true, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"streams.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, given: map[string]int16{"eligible.leader.replicas.version": 0}, want: []Feature{{"metadata.version", 33}, {"group.version", 1}, {"share.version", 2}, {"streams.version", 1}, {"transaction.version", 2}}},
+		{mv: 33, given: map[string]int16{"share.version": 1}, want: []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 1}, {"streams.version", 1}, {"transaction.version", 2}}},
 		{mv: 33, given: map[string]int16{"nope": 1}, err: "Unsupported feature: nope. Supported features are: eligible.leader.replicas.version, group.version, kraft.version, share.version, streams.version, transaction.version"},
 		{mv: 33, given: map[string]int16{"share.version": 5}, err: "No feature:share.version with feature level 5"},
 		{mv: 33, given: map[string]int16{"transaction.version": 3}, err: "No feature:transaction.version with feature level 3"},
@@ -223,8 +223,8 @@ func TestUpdateFeatures(t *testing.T) {
 			"Invalid update version 34 for feature metadata.version. Local controller 1 only supports versions 7-33"},
 		{featureUpdate("share.version", 3, upgradeUpgrade),
 			"Invalid update version 3 for feature share.version. Local controller 1 only supports versions 0-2"},
-		{featureUpdate("streams.version", 1, upgradeUpgrade),
-			"Invalid update version 1 for feature streams.version. Local controller 1 does not support this feature."},
+		{featureUpdate("streams.version", 2, upgradeUpgrade),
+			"Invalid update version 2 for feature streams.version. Local controller 1 only supports versions 0-1"},
 		{featureUpdate("transaction.version", 3, upgradeUpgrade),
 			"Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"},
 		{featureUpdate("group.version", 2, upgradeSafeDowngrade),
@@ -237,8 +237,8 @@ func TestUpdateFeatures(t *testing.T) {
 		check(updateFeatures(2, false, c.u), fail(c.want))
 	}
 	// One bad update fails all.
-	check(updateFeatures(2, false, featureUpdate("group.version", 0, upgradeSafeDowngrade), featureUpdate("streams.version", 1, upgradeUpgrade)),
-		fail("Invalid update version 1 for feature streams.version. Local controller 1 does not support this feature."))
+	check(updateFeatures(2, false, featureUpdate("group.version", 0, upgradeSafeDowngrade), featureUpdate("streams.version", 2, upgradeUpgrade)),
+		fail("Invalid update version 2 for feature streams.version. Local controller 1 only supports versions 0-1"))
 	if level("group.version") != 1 {
 		t.Fatal("a failed request changed group.version")
 	}
@@ -378,8 +378,8 @@ func TestBootstrapFromZeroCheckpoint(t *testing.T) {
 	}
 }
 
-// Kafka 4.4's formats: its default one finalizes features kgo-broker does not
-// implement and is refused; one made with kgo-broker's levels is accepted.
+// Kafka 4.4's formats are accepted: its default one (every feature at
+// Kafka 4.4's latest level) and an older one.
 func TestBootstrapFromKafkaFormat(t *testing.T) {
 	fixtures := filepath.Join("..", "metadatacache", "testdata", "kafka-4.4.0")
 	for _, c := range []struct {
@@ -387,7 +387,7 @@ func TestBootstrapFromKafkaFormat(t *testing.T) {
 		want []Feature
 		err  string
 	}{
-		{"bootstrap.checkpoint", nil, "the bootstrap metadata finalizes streams.version 1, which kgo-broker does not support (it supports 0 to 0): streams groups (KIP-1071) are not implemented; format the metadata log dir with kgo-broker format, or with kafka-storage.sh format --feature streams.version=0"},
+		{"bootstrap.checkpoint", []Feature{{"metadata.version", 33}, {"eligible.leader.replicas.version", 1}, {"group.version", 1}, {"share.version", 2}, {"streams.version", 1}, {"transaction.version", 2}}, ""},
 		{"bootstrap-4.0-tv1.checkpoint", []Feature{{"metadata.version", 25}, {"group.version", 1}, {"transaction.version", 1}}, ""},
 	} {
 		b, err := os.ReadFile(filepath.Join(fixtures, c.file))

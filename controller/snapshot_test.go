@@ -58,7 +58,7 @@ func TestRestartFromSnapshot(t *testing.T) {
 	var features, txn int
 	var topics int
 	e.c.view(func(s *state) { features, txn, topics = len(s.features), int(s.inTransaction), len(s.topics) })
-	if features != 5 || txn != -1 || topics != 2 {
+	if features != 6 || txn != -1 || topics != 2 {
 		t.Fatalf("state after restart: %d features, transaction at %d, %d topics", features, txn, topics)
 	}
 	if b := img.Broker(1); b == nil || b.Epoch != epoch {

@@ -502,6 +502,9 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 			for id, g := range s.sgs {
 				part = append(part, groupSummary{id, "share", g.stateString(), "share"})
 			}
+			for id, g := range s.stgs {
+				part = append(part, groupSummary{id, "streams", g.stateString(), "streams"})
+			}
 			return nil
 		})
 		switch {
@@ -550,7 +553,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			if g == nil {
 				rg.State = "Dead"
 				msg := fmt.Sprintf("Group %s not found.", id)
-				if s.cgs[id] != nil || s.sgs[id] != nil {
+				if s.cgs[id] != nil || s.sgs[id] != nil || s.stgs[id] != nil {
 					msg = fmt.Sprintf("Group %s is not a classic group.", id)
 				}
 				if req.Version >= 6 {
@@ -652,6 +655,12 @@ func (s *shard) deleteGroup(id string) error {
 			return kerr.NonEmptyGroup
 		}
 		recs = append(recs, s.shareGroupTombstones(sg)...)
+	case s.stgs[id] != nil:
+		stg := s.stgs[id]
+		if len(stg.members) > 0 {
+			return kerr.NonEmptyGroup
+		}
+		recs = append(recs, streamsGroupTombstones(stg)...)
 	default:
 		return kerr.GroupIDNotFound
 	}
@@ -668,6 +677,12 @@ func (s *shard) deleteGroup(id string) error {
 	}
 	delete(s.cgs, id)
 	delete(s.sgs, id)
+	if s.stgs[id] != nil {
+		// createGroupTombstoneRecordsAndCancelTimers: the initial
+		// rebalance delay of a deleted group stops.
+		s.cancel(streamsInitialKey(id))
+	}
+	delete(s.stgs, id)
 	delete(s.shareMeta, id)
 	return nil
 }

@@ -509,8 +509,8 @@ func (s *shard) classicJoin(jr joinRequest) *parked[*kmsg.JoinGroupResponse] {
 		answer(s, out, &kmsg.JoinGroupResponse{ErrorCode: code, MemberID: memberID, Generation: -1})
 		return out
 	}
-	if s.sgs[req.Group] != nil {
-		// A share group's id cannot be joined with the classic protocol
+	if s.sgs[req.Group] != nil || s.stgs[req.Group] != nil {
+		// A share or streams group's id cannot be joined with the classic protocol
 		// (GroupMetadataManager.classicGroupJoin).
 		return reply(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 	}

@@ -668,7 +668,7 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	}
 	g := s.cgs[req.Group]
 	var pre []record
-	if g == nil && s.sgs[req.Group] != nil {
+	if g == nil && (s.sgs[req.Group] != nil || s.stgs[req.Group] != nil) {
 		return nil, errMsg(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.Group)
 	}
 	if g == nil {
@@ -920,7 +920,7 @@ func (s *shard) describeConsumerGroup(id string, rg *kmsg.ConsumerGroupDescribeR
 	g := s.cgs[id]
 	if g == nil {
 		msg := fmt.Sprintf("Group %s not found.", id)
-		if s.groups[id] != nil || s.sgs[id] != nil {
+		if s.groups[id] != nil || s.sgs[id] != nil || s.stgs[id] != nil {
 			msg = fmt.Sprintf("Group %s is not a consumer group.", id)
 		}
 		rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg

@@ -62,6 +62,9 @@ type Config struct {
 	ShareMaxSize                 int           // group.share.max.size (200)
 	ShareInitializeRetryInterval time.Duration // group.share.initialize.retry.interval.ms (30 s)
 	ShareAssignmentInterval      time.Duration // group.share.assignment.interval.ms (1 s); negative = 0
+	// StreamsMaxSize is group.streams.max.size (KIP-1071, streams.go);
+	// the other streams settings are read per group through GroupConfig.
+	StreamsMaxSize int
 	// SharePersister reaches the share coordinator (share state of the
 	// groups' partitions). Nil: partitions are never initialized, so share
 	// groups get no assignment.
@@ -135,6 +138,7 @@ func FromBrokerConfig(bc *config.Config) Config {
 		ConsumerMaxSize:               int(bc.Int("group.consumer.max.size")),
 		ConsumerAssignors:             bc.List("group.consumer.assignors"),
 		ShareSessionTimeout:           msi("group.share.session.timeout.ms"),
+		StreamsMaxSize:                int(bc.Int("group.streams.max.size")),
 		ShareHeartbeatInterval:        msi("group.share.heartbeat.interval.ms"),
 		ShareMaxSize:                  int(bc.Int("group.share.max.size")),
 		ShareInitializeRetryInterval:  msi("group.share.initialize.retry.interval.ms"),
@@ -198,6 +202,9 @@ func (c *Config) defaults() {
 		c.ConsumerAssignors = []string{"uniform", "range"}
 	}
 	def(&c.ShareSessionTimeout, 45*time.Second)
+	if c.StreamsMaxSize <= 0 {
+		c.StreamsMaxSize = 2147483647
+	}
 	def(&c.ShareHeartbeatInterval, 5*time.Second)
 	if c.ShareMaxSize <= 0 {
 		c.ShareMaxSize = 200

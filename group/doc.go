@@ -172,6 +172,16 @@
 //     INCONSISTENT_GROUP_PROTOCOL. Empty groups are converted both ways.
 //   - KIP-1251 assignment epochs live in memory only (after a reload a
 //     member's partitions date from its current epoch).
+//   - Streams groups (streams.go, KIP-1071): StreamsGroupMetadata's
+//     metadata hash is written as 0 and the topology is configured again
+//     from the image when a topic of it changes (a Kafka node reading the
+//     record recomputes it); the sticky task assignor follows
+//     StickyTaskAssignor's active passes, but places standby tasks
+//     without Kafka's ranking by reported changelog offsets and without
+//     rack-aware client tags (neither makes warm-up tasks); source topic
+//     regexes are not resolved; the assignor runs on the loop
+//     (streams.assignor.offload.enable is not honoured); there is no
+//     topology description plugin (KIP-1331).
 //   - OffsetCommitValue is written at v3 (v1 with an expire timestamp), not
 //     v4 with the topic id tag; every version is readable by Kafka's tools.
 //   - Each write is its own append (no append linger batching).

@@ -35,6 +35,9 @@ func (s *shard) validateCommit(cr commitRequest) (func(topic string, p int32) er
 		// Share groups keep no offsets here (ShareGroup.validateOffsetCommit).
 		return nil, errMsg(kerr.GroupIDNotFound, "Group %s is not a consumer group.", cr.group)
 	}
+	if sg := s.stgs[cr.group]; sg != nil {
+		return sg.validateOffsetCommit(cr.memberID, cr.instanceID, cr.generation, cr.version, cr.txn)
+	}
 	if cg := s.cgs[cr.group]; cg != nil {
 		check, err := cg.validateOffsetCommit(cr.memberID, cr.instanceID, cr.generation, cr.version, cr.txn)
 		if check == nil || err != nil {
@@ -256,6 +259,11 @@ func (s *shard) fetchOffsets(group string, memberID *string, memberEpoch int32, 
 			return nil, err
 		}
 	}
+	if sg := s.stgs[group]; sg != nil {
+		if err := sg.validateOffsetFetch(memberID, memberEpoch); err != nil {
+			return nil, err
+		}
+	}
 	offs := s.offsets[group]
 	part := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 		if requireStable && s.hasPendingOffset(group, topic, p) {
@@ -312,6 +320,8 @@ func (s *shard) deleteOffsets(req *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDe
 		return errMsg(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.Group)
 	}
 	switch {
+	case s.stgs[req.Group] != nil:
+		subscribed = s.stgs[req.Group].isSubscribedToTopic
 	case s.cgs[req.Group] != nil:
 		cg := s.cgs[req.Group]
 		subscribed = cg.isSubscribedToTopic

@@ -22,7 +22,8 @@ type shard struct {
 
 	groups map[string]*classicGroup
 	cgs    map[string]*consumerGroup
-	sgs    map[string]*shareGroup // share groups (share.go)
+	sgs    map[string]*shareGroup   // share groups (share.go)
+	stgs   map[string]*streamsGroup // streams groups (streams.go)
 	// shareMeta is each share group's ShareGroupStatePartitionMetadata
 	// (share_state.go); it may outlive or precede its group.
 	shareMeta map[string]*shareStateMeta
@@ -146,6 +147,7 @@ func newShard(c *Coordinator, ctx *coordinator.Context) *shard {
 		groups:    map[string]*classicGroup{},
 		cgs:       map[string]*consumerGroup{},
 		sgs:       map[string]*shareGroup{},
+		stgs:      map[string]*streamsGroup{},
 		shareMeta: map[string]*shareStateMeta{},
 		offsets:   offsetMap{},
 		pending:   map[int64]offsetMap{},
@@ -179,10 +181,13 @@ func (s *shard) Loaded() {
 	for _, g := range s.sgs {
 		s.onShareGroupLoaded(g)
 	}
-	if len(s.groups)+len(s.cgs)+len(s.sgs) > 0 {
+	for _, g := range s.stgs {
+		s.onStreamsGroupLoaded(g)
+	}
+	if len(s.groups)+len(s.cgs)+len(s.sgs)+len(s.stgs) > 0 {
 		s.c.log.Info("loaded group coordinator partition", zap.Int32("partition", s.ctx.Partition()),
 			zap.Int32("epoch", s.ctx.LeaderEpoch()), zap.Int("classic_groups", len(s.groups)),
-			zap.Int("consumer_groups", len(s.cgs)), zap.Int("share_groups", len(s.sgs)), zap.Int("open_transactions", len(s.pending)))
+			zap.Int("consumer_groups", len(s.cgs)), zap.Int("share_groups", len(s.sgs)), zap.Int("streams_groups", len(s.stgs)), zap.Int("open_transactions", len(s.pending)))
 	}
 }
 
@@ -253,7 +258,7 @@ func (s *shard) replay(offset, producerID int64, k, v []byte) {
 			o.expireTs = val.ExpireTimestamp
 		}
 		// Offsets committed without group management make a simple group.
-		if s.groups[key.Group] == nil && s.cgs[key.Group] == nil && s.sgs[key.Group] == nil {
+		if s.groups[key.Group] == nil && s.cgs[key.Group] == nil && s.sgs[key.Group] == nil && s.stgs[key.Group] == nil {
 			s.groups[key.Group] = newClassicGroup(key.Group, s.nowMs())
 		}
 		if producerID == coordinator.NoProducer {
@@ -282,10 +287,15 @@ func (s *shard) replay(offset, producerID int64, k, v []byte) {
 		}
 		delete(s.cgs, key.Group)
 		delete(s.sgs, key.Group)
+		delete(s.stgs, key.Group)
 		s.groups[key.Group] = classicGroupFromRecord(key.Group, &val)
 	default:
 		if isShareKey(ver) {
 			s.replayShare(ver, k, v)
+			return
+		}
+		if isStreamsKey(ver) {
+			s.replayStreams(ver, k, v)
 			return
 		}
 		s.replayConsumer(ver, k, v)

@@ -195,6 +195,7 @@ type runner struct {
 	left       []string // OnShareMemberLeft calls
 	shareNotes []string
 	sgEpoch    map[string]int32 // share member -> epoch of its last answer
+	stEpochs   map[string]int32 // streams member -> epoch of its last answer
 	cfgMu      sync.Mutex
 	groupCfgs  map[string]map[string]string // GROUP resource configs
 }
@@ -507,7 +508,7 @@ func (r *runner) exec(line string) []string {
 		}
 		r.c.OnImage(old, r.cache.Image())
 	default:
-		if !r.shareExec(cmd, a) {
+		if !r.shareExec(cmd, a) && !r.streamsExec(cmd, a) {
 			r.t.Fatalf("unknown command %q", cmd)
 		}
 	}
@@ -1198,6 +1199,8 @@ func (r *runner) describeKV(k, v []byte) string {
 	}
 	if ver := int16(binary.BigEndian.Uint16(k)); isShareKey(ver) {
 		return r.describeShareKV(ver, k, v)
+	} else if isStreamsKey(ver) {
+		return r.describeStreamsKV(ver, k, v)
 	}
 	return fmt.Sprintf("key v%d", binary.BigEndian.Uint16(k))
 }

@@ -17,7 +17,7 @@ package integration
 // Every remaining difference is listed below with its reason; the test fails
 // on a difference that is not listed and on a listed one that is gone, so the
 // lists (and the table in docs/STATUS.md, which -update-status rewrites) stay
-// true. Kafka is formatted with share.version 2 and streams.version 0, the
+// true. Kafka is formatted with share.version 2 and streams.version 1, the
 // levels kgo-broker supports, and its other defaults (eligible leader
 // replicas on), so the two clusters finalize the same features.
 //
@@ -51,7 +51,7 @@ var updateStatus = flag.Bool("update-status", false, "rewrite the Kafka 4.4 diff
 // controller/features.go).
 const referenceBrokerScript = "integration/testdata/kafka-reference-broker"
 
-var referenceFeatures = []string{"share.version=2", "streams.version=0"}
+var referenceFeatures = []string{"share.version=2", "streams.version=1"}
 
 // parityOverrides are set on both nodes: a static synonym, a sensitive static
 // key and keys Kafka does not know (a reporter's and a vendor's), as a real
@@ -83,7 +83,6 @@ type featureDiff struct {
 }
 
 var featureDiffs = []featureDiff{
-	{"streams.version", "0-1", "0-0", "streams groups (KIP-1071) are not implemented"},
 }
 
 // answerDiff is an API whose answer differs: the error code each side gives.

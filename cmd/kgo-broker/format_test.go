@@ -41,8 +41,8 @@ func TestFormatReleaseVersionAndFeatures(t *testing.T) {
 		mv   string
 		want []controller.Feature
 	}{
-		{nil, "4.4-IV2", []controller.Feature{feat("metadata.version", 33), feat("eligible.leader.replicas.version", 1), feat("group.version", 1), feat("share.version", 2), feat("transaction.version", 2)}},
-		{[]string{"--feature", "eligible.leader.replicas.version=0"}, "4.4-IV2", []controller.Feature{feat("metadata.version", 33), feat("group.version", 1), feat("share.version", 2), feat("transaction.version", 2)}},
+		{nil, "4.4-IV2", []controller.Feature{feat("metadata.version", 33), feat("eligible.leader.replicas.version", 1), feat("group.version", 1), feat("share.version", 2), feat("streams.version", 1), feat("transaction.version", 2)}},
+		{[]string{"--feature", "eligible.leader.replicas.version=0"}, "4.4-IV2", []controller.Feature{feat("metadata.version", 33), feat("group.version", 1), feat("share.version", 2), feat("streams.version", 1), feat("transaction.version", 2)}},
 		{[]string{"-r", "4.0-IV1", "-f", "eligible.leader.replicas.version=1"}, "4.0-IV1",
 			[]controller.Feature{feat("metadata.version", 23), feat("eligible.leader.replicas.version", 1), feat("group.version", 1)}},
 		{[]string{"--release-version", "3.9"}, "3.9-IV0", []controller.Feature{feat("metadata.version", 21)}},
@@ -51,9 +51,9 @@ func TestFormatReleaseVersionAndFeatures(t *testing.T) {
 		{[]string{"--feature", "metadata.version=20", "--feature=group.version=1"}, "3.8-IV0",
 			[]controller.Feature{feat("metadata.version", 20), feat("group.version", 1)}},
 		{[]string{"--feature", "group.version=0", "--feature", "group.version=1", "--feature", "share.version=0"}, "4.4-IV2",
-			[]controller.Feature{feat("metadata.version", 33), feat("eligible.leader.replicas.version", 1), feat("group.version", 1), feat("transaction.version", 2)}},
+			[]controller.Feature{feat("metadata.version", 33), feat("eligible.leader.replicas.version", 1), feat("group.version", 1), feat("streams.version", 1), feat("transaction.version", 2)}},
 		{[]string{"--release-version", "4.3-IV0", "--feature", "transaction.version=0", "--feature", "group.version=0"}, "4.3-IV0",
-			[]controller.Feature{feat("metadata.version", 30), feat("eligible.leader.replicas.version", 1), feat("share.version", 1)}},
+			[]controller.Feature{feat("metadata.version", 30), feat("eligible.leader.replicas.version", 1), feat("share.version", 1), feat("streams.version", 1)}},
 	} {
 		dir := t.TempDir()
 		props := serverProps(t, dir, "")
@@ -105,8 +105,7 @@ func TestFormatFeatureErrors(t *testing.T) {
 		{[]string{"--feature"}, "argument --feature: expected one argument"},
 		{[]string{"--feature", "nope=1"}, "Unsupported feature: nope. Supported features are: eligible.leader.replicas.version, group.version, kraft.version, share.version, streams.version, transaction.version"},
 		{[]string{"--feature", "share.version=5"}, "No feature:share.version with feature level 5"},
-		{[]string{"--feature", "streams.version=1"}, "streams.version level 1 is not supported by kgo-broker (it supports levels 0 to 0): streams groups (KIP-1071) are not implemented"},
-		{[]string{"--feature", "streams.version=1"}, "streams.version level 1 is not supported by kgo-broker"},
+		{[]string{"--feature", "streams.version=2"}, "No feature:streams.version with feature level 2"},
 		{[]string{"--release-version", "3.9", "--feature", "eligible.leader.replicas.version=1"}, "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"},
 		{[]string{"--feature", "kraft.version=1"}, "Cannot set kraft.version to 1 unless controller.quorum.voters is empty"},
 		{[]string{"--release-version", "4.0", "--feature", "metadata.version=25"}, "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."},

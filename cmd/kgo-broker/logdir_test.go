@@ -126,7 +126,7 @@ func TestFormatUnreadableDir(t *testing.T) {
 	unreadable(t, d2)
 	code, out, errOut := runCmd("format", "-t", "5L6g3nShT-eMCtK--X86sw", "-c", props)
 	want := "I/O error trying to read log directory " + d2 + ". Ignoring...\n" +
-		bootstrapLine(33, "eligible.leader.replicas.version", 1, "group.version", 1, "share.version", 2, "transaction.version", 2) +
+		bootstrapLine(33, "eligible.leader.replicas.version", 1, "group.version", 1, "share.version", 2, "streams.version", 1, "transaction.version", 2) +
 		"Formatting data directory " + d1 + " with metadata.version 4.4-IV2.\n" +
 		"Formatting metadata directory " + meta + " with metadata.version 4.4-IV2.\n"
 	if code != 0 || out != want {

@@ -80,7 +80,7 @@ func TestFormat(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("%d %s", code, errOut)
 	}
-	want := bootstrapLine(33, "eligible.leader.replicas.version", 1, "group.version", 1, "share.version", 2, "transaction.version", 2) +
+	want := bootstrapLine(33, "eligible.leader.replicas.version", 1, "group.version", 1, "share.version", 2, "streams.version", 1, "transaction.version", 2) +
 		fmt.Sprintf("Formatting data directory %s with metadata.version 4.4-IV2.\n"+
 			"Formatting data directory %s with metadata.version 4.4-IV2.\n"+
 			"Formatting metadata directory %s with metadata.version 4.4-IV2.\n", d1, d2, meta)
