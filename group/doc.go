@@ -172,10 +172,9 @@
 //     INCONSISTENT_GROUP_PROTOCOL. Empty groups are converted both ways.
 //   - KIP-1251 assignment epochs live in memory only (after a reload a
 //     member's partitions date from its current epoch).
-//   - Streams groups (streams.go, KIP-1071): StreamsGroupMetadata's
-//     metadata hash is written as 0 and the topology is configured again
-//     from the image when a topic of it changes (a Kafka node reading the
-//     record recomputes it); the sticky task assignor follows
+//   - Streams groups (streams.go, KIP-1071): the topology is configured
+//     again from the image when a topic of it changes (StreamsGroupMetadata
+//     carries KIP-1101's hash of the required topics); the sticky task assignor follows
 //     StickyTaskAssignor's active passes, but places standby tasks
 //     without Kafka's ranking by reported changelog offsets and without
 //     rack-aware client tags (neither makes warm-up tasks); source topic

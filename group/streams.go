@@ -109,7 +109,7 @@ func (m *streamsMember) sameMetadata(o *streamsMember) bool {
 type streamsGroup struct {
 	id                     string
 	epoch                  int32
-	metadataHash           int64 // as read; written as 0 (see doc.go)
+	metadataHash           int64 // the required topics' hash (KIP-1101) of the last group epoch
 	validatedTopologyEpoch int32
 	lastAssignmentConfigs  map[string]string
 	storedDescEpoch        int32
@@ -609,6 +609,11 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 	// Configure the topology when it or the topics changed.
 	img := s.c.cfg.Image()
 	hash := topicsHash(img, topology)
+	// KIP-1101: the required topics' metadata hash (StreamsGroup.computeMetadataHash)
+	metadataHash := groupMetadataHash(img, topology.allTopics())
+	if metadataHash != g.metadataHash {
+		bump = true
+	}
 	configured := g.configured
 	if configured == nil || topology != g.topology || hash != g.topicsHash {
 		if g.configured != nil && hash != g.topicsHash {
@@ -634,7 +639,7 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 	if bump {
 		groupEpoch++
 		newG.epoch = groupEpoch
-		newG.metadataHash = 0
+		newG.metadataHash = metadataHash
 		newG.validatedTopologyEpoch = -1
 		if configured.ready() {
 			newG.validatedTopologyEpoch = topology.epoch
