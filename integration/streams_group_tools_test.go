@@ -66,7 +66,7 @@ func TestStreamsGroupsTool(t *testing.T) {
 	inEnd := endOffsets(t, b, in)
 	log := func(what string, res ToolResult) {
 		t.Helper()
-		t.Logf("%s (exit %d):\n%s%s", what, res.ExitCode, res.Stdout, res.Stderr)
+		t.Logf("%s (exit %d, %v):\n%s%s", what, res.ExitCode, res.Duration.Round(100*time.Millisecond), res.Stdout, res.Stderr)
 	}
 	both := func(res ToolResult) string { return res.Stdout + res.Stderr }
 
@@ -81,21 +81,11 @@ func TestStreamsGroupsTool(t *testing.T) {
 	if !containsFields(lines(res.Stdout), "GROUP", "STATE") || !containsFields(lines(res.Stdout), app, "Stable") {
 		t.Errorf("--list --state: want the header GROUP STATE and %s Stable", app)
 	}
-	res = KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-groups.sh", "--bootstrap-server", b.Addr, "--list")
+	res = KafkaTool(t, quickToolJVM, "kafka-groups.sh", "--bootstrap-server", b.Addr, "--list")
 	log("kafka-groups.sh --list", res)
 	if !containsFields(lines(res.Stdout), "GROUP", "TYPE", "PROTOCOL") || !containsFields(lines(res.Stdout), app, "Streams", "streams") {
 		t.Errorf("kafka-groups.sh --list: want the header GROUP TYPE PROTOCOL and %s Streams streams", app)
 	}
-	res = KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-groups.sh", "--bootstrap-server", b.Addr, "--list", "--streams")
-	log("kafka-groups.sh --list --streams", res)
-	if !containsFields(lines(res.Stdout), app, "Streams", "streams") {
-		t.Errorf("kafka-groups.sh --list --streams: want %s Streams streams", app)
-	}
-	res = KafkaTool(t, RunOpts{Timeout: 60 * time.Second}, "kafka-groups.sh", "--bootstrap-server", b.Addr, "--list", "--consumer")
-	if containsLine(lines(res.Stdout), app) || strings.Contains(res.Stdout, " "+app+" ") {
-		t.Errorf("kafka-groups.sh --list --consumer lists the streams group %s:\n%s", app, res.Stdout)
-	}
-
 	// --describe: the offsets (default), lag 0 once everything is
 	// committed, the input partitions at their end offsets.
 	waitFor(t, 60*time.Second, "--describe to show lag 0 on the 6 partitions", func() error {
@@ -217,11 +207,6 @@ func TestStreamsGroupsTool(t *testing.T) {
 	if !containsFields(lines(res.Stdout), app, "Empty") {
 		t.Errorf("--list --state after the stop: want %s Empty:\n%s", app, both(res))
 	}
-	res = streamsGroupsTool(t, b, "--list", "--state", "Stable")
-	if containsFields(lines(res.Stdout), app) {
-		t.Errorf("--list --state Stable lists the Empty group %s:\n%s", app, both(res))
-	}
-
 	// --reset-offsets: --dry-run plans offset 0 and changes nothing;
 	// --execute commits 0 for the input partitions.
 	res = streamsGroupsTool(t, b, "--reset-offsets", "--group", app, "--all-input-topics", "--to-earliest", "--dry-run")
@@ -272,10 +257,6 @@ func TestStreamsGroupsTool(t *testing.T) {
 	log("--delete", res)
 	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "Deletion of requested streams groups ('"+app+"') was successful.") {
 		t.Errorf("--delete: exit %d, no \"Deletion of requested streams groups ('%s') was successful.\"", res.ExitCode, app)
-	}
-	res = streamsGroupsTool(t, b, "--list")
-	if containsLine(lines(res.Stdout), app) {
-		t.Errorf("--list still lists %s after --delete:\n%s", app, both(res))
 	}
 	res = streamsGroupsTool(t, b, "--describe", "--group", app)
 	log("--describe of the deleted group", res)
