@@ -85,6 +85,7 @@ func TestStreamsGroupHeartbeatErrors(t *testing.T) {
 	}
 	// The assignment comes in the answer that changes it (null: unchanged).
 	epoch, active := resp.MemberEpoch, resp.ActiveTasks
+	previous := int32(0) // the member's epoch before the current one
 	waitFor(t, 30*time.Second, "the member to be assigned both tasks", func() error {
 		if len(active) == 1 && active[0].SubtopologyID == "0" && len(active[0].Partitions) == 2 {
 			return nil
@@ -97,7 +98,9 @@ func TestStreamsGroupHeartbeatErrors(t *testing.T) {
 		if r.ErrorCode != 0 {
 			t.Fatalf("heartbeat at epoch %d: %s", epoch, hbAnswer(r))
 		}
-		epoch = r.MemberEpoch
+		if r.MemberEpoch != epoch {
+			previous, epoch = epoch, r.MemberEpoch
+		}
 		if r.ActiveTasks != nil {
 			active = r.ActiveTasks
 		}
@@ -170,9 +173,19 @@ func TestStreamsGroupHeartbeatErrors(t *testing.T) {
 		{"a join of a consumer group with a member", streamsJoin(classic, "itSgHbMember6aaaaaaaaa", "p6", topic),
 			kerr.GroupIDNotFound.Code, "Group " + classic + " is not a streams group."},
 	}
-	if epoch >= 2 { // epoch-1 is the member's previous epoch only if it came from 1
-		cases = append(cases, hbCase{"a stale member epoch", streamsBeat(group, member, epoch-1), kerr.FencedMemberEpoch.Code,
-			fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", epoch-1, epoch)})
+	// A smaller epoch is accepted only if it is the member's previous one
+	// (Kafka 4.4: the join answered 2, the previous epoch is 0, 1 is stale).
+	stale := epoch - 1
+	if stale == previous {
+		stale--
+	}
+	if stale >= 1 {
+		req := streamsBeat(group, member, stale)
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = active, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		cases = append(cases, hbCase{"a stale member epoch", req, kerr.FencedMemberEpoch.Code,
+			fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", stale, epoch)})
+	} else {
+		t.Logf("no stale epoch to send: the member is at epoch %d, its previous one %d", epoch, previous)
 	}
 	for _, c := range cases {
 		r := streamsHeartbeat(t, cl, c.req)
