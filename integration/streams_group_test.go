@@ -5,9 +5,10 @@ package integration
 // Kafka Streams 4.4 with group.protocol=streams (KIP-1071, a streams group:
 // the broker assigns the tasks) against the broker: two instances of
 // integration/java/StreamsCount.java (re-key -> repartition -> count() in a
-// changelogged store, exactly_once_v2) share the six tasks; one is killed
-// with SIGKILL and restarted; the counts stay exact and the broker moves the
-// tasks, as kafka-streams-groups.sh --describe --members shows.
+// changelogged store, exactly_once_v2) share the six tasks and the standbys
+// of the stateful ones; one is killed with SIGKILL and restarted; the counts
+// stay exact and the broker moves the tasks, as kafka-streams-groups.sh
+// --describe --members shows.
 
 import (
 	"context"
@@ -195,8 +196,11 @@ func streamsMembers(out, group string) []streamsMember {
 // awaitStreamsAssignment waits until the group's members are exactly the
 // instances whose consumers' client ids start with clients, each holds at
 // least one active task, and together they hold each of the tasks
-// (<subtopology>_<partition>) once.
-func awaitStreamsAssignment(t *testing.T, b *Broker, group string, tasks []string, clients ...string) []streamsMember {
+// (<subtopology>_<partition>) once. With stateful tasks given (the group's
+// num.standby.replicas is 1), each of those also has one standby, on
+// another member than its active one, when there are two members or more,
+// and none with one; the stateless tasks have none.
+func awaitStreamsAssignment(t *testing.T, b *Broker, group string, tasks, stateful []string, clients ...string) []streamsMember {
 	t.Helper()
 	var ms []streamsMember
 	waitFor(t, 120*time.Second, fmt.Sprintf("group %s: %d members (%s) holding the %d tasks", group, len(clients), strings.Join(clients, ", "), len(tasks)), func() error {
@@ -205,7 +209,7 @@ func awaitStreamsAssignment(t *testing.T, b *Broker, group string, tasks []strin
 		if len(ms) != len(clients) {
 			return fmt.Errorf("%d members:\n%s%s", len(ms), res.Stdout, res.Stderr)
 		}
-		held, seen := map[string]int{}, map[int]bool{}
+		held, seen, standbys := map[string]int{}, map[int]bool{}, map[string]int{}
 		for _, m := range ms {
 			j := slices.IndexFunc(clients, func(c string) bool { return strings.HasPrefix(m.ClientID, c+"-StreamThread-") })
 			if j < 0 || seen[j] {
@@ -217,6 +221,23 @@ func awaitStreamsAssignment(t *testing.T, b *Broker, group string, tasks []strin
 			}
 			for _, task := range m.Active {
 				held[task]++
+			}
+			for _, task := range m.Standby {
+				standbys[task]++
+				if slices.Contains(m.Active, task) {
+					return fmt.Errorf("member %s (%s) holds task %s both active and standby:\n%s", m.ID, m.ClientID, task, res.Stdout)
+				}
+			}
+		}
+		if stateful != nil {
+			for _, task := range tasks {
+				want := 0
+				if slices.Contains(stateful, task) {
+					want = min(1, len(clients)-1)
+				}
+				if standbys[task] != want {
+					return fmt.Errorf("task %s has %d standbys, want %d:\n%s", task, standbys[task], want, res.Stdout)
+				}
 			}
 		}
 		for _, task := range tasks {
@@ -235,7 +256,7 @@ func awaitStreamsAssignment(t *testing.T, b *Broker, group string, tasks []strin
 func memberTasks(ms []streamsMember) string {
 	var parts []string
 	for _, m := range ms {
-		parts = append(parts, fmt.Sprintf("%s=%v", strings.TrimSuffix(m.ClientID, "-StreamThread-1-consumer"), m.Active))
+		parts = append(parts, fmt.Sprintf("%s=active%v,standby%v", strings.TrimSuffix(m.ClientID, "-StreamThread-1-consumer"), m.Active, m.Standby))
 	}
 	return strings.Join(parts, " ")
 }
@@ -243,21 +264,24 @@ func memberTasks(ms []streamsMember) string {
 // TestStreamsGroupRestart: two instances of the app with
 // group.protocol=streams and exactly_once_v2 share the 6 tasks (subtopology
 // 0 reads the 3 input partitions, 1 the 3 of the repartition topic, which
-// the broker created). While the second third of the input trickles in,
+// the broker created); with the group's num.standby.replicas=1 each of the
+// 3 stateful tasks (subtopology 1, count()'s store) has a standby on the
+// other instance. While the second third of the input trickles in,
 // instance b is killed with SIGKILL: once its member's session (6 s) ends,
-// a holds all 6 active tasks; b is restarted on its state dir and both hold
-// tasks again. Every word's committed counts are exactly 1..250: nothing
+// a holds all 6 active tasks and no standby; b is restarted on its state
+// dir and both hold active tasks, and the standbys, again. Every word's committed counts are exactly 1..250: nothing
 // lost, nothing counted twice.
 func TestStreamsGroupRestart(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	b := startTxnBroker(t, streamsOverrides(nil))
+	b := startTxnBroker(t, streamsOverrides(map[string]string{"group.streams.num.standby.replicas": "1"}))
 	requireStreamsAPIs(t, b.Addr)
 	const app = "it-sg-restart"
 	in, out := app+"-in", app+"-out"
 	createTopic(t, b, in, 3, nil)
 	createTopic(t, b, out, 2, nil)
 	tasks := []string{"0_0", "0_1", "0_2", "1_0", "1_1", "1_2"}
+	stateful := []string{"1_0", "1_1", "1_2"} // count()'s store; subtopology 0 has none
 	w := watchCounts(t, b.Addr, out)
 	stateA, stateB := t.TempDir(), t.TempDir()
 	instance := func(name, state string) *bgProc {
@@ -267,7 +291,7 @@ func TestStreamsGroupRestart(t *testing.T) {
 	}
 	pa := instance("a", stateA)
 	pb := instance("b", stateB)
-	ms := awaitStreamsAssignment(t, b, app, tasks, app+"-a", app+"-b")
+	ms := awaitStreamsAssignment(t, b, app, tasks, stateful, app+"-a", app+"-b")
 	t.Logf("both instances hold tasks %v after the test's start: %s", time.Since(start).Round(time.Second), memberTasks(ms))
 
 	pcl := b.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(100), kgo.RecordDeliveryTimeout(120*time.Second))
@@ -298,14 +322,14 @@ func TestStreamsGroupRestart(t *testing.T) {
 	pb.Kill()
 	killed := time.Now()
 	t.Logf("killed instance b (kill -9) at %d committed updates", w.totalNow())
-	ms = awaitStreamsAssignment(t, b, app, tasks, app+"-a")
+	ms = awaitStreamsAssignment(t, b, app, tasks, stateful, app+"-a")
 	t.Logf("instance a holds all %d tasks %v after the kill: %s", len(tasks), time.Since(killed).Round(100*time.Millisecond), memberTasks(ms))
 	<-produced
 	w.waitTotal(t, 2*streamsPhase, 120*time.Second, pa)
 
 	restart := time.Now()
 	pb = instance("b", stateB)
-	ms = awaitStreamsAssignment(t, b, app, tasks, app+"-a", app+"-b")
+	ms = awaitStreamsAssignment(t, b, app, tasks, stateful, app+"-a", app+"-b")
 	t.Logf("b back and both hold tasks %v after its restart: %s", time.Since(restart).Round(100*time.Millisecond), memberTasks(ms))
 
 	produceWords(t, pcl, in, 2)

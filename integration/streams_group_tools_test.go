@@ -61,7 +61,7 @@ func TestStreamsGroupsTool(t *testing.T) {
 	tasks := []string{"0_0", "0_1", "0_2", "1_0", "1_1", "1_2"}
 	w := watchCounts(t, b.Addr, out)
 	p := startStreamsApp(t, b.Addr, app, in, out, t.TempDir(), "protocol=streams", "s.client.id="+app+"-a")
-	awaitStreamsAssignment(t, b, app, tasks, app+"-a")
+	awaitStreamsAssignment(t, b, app, tasks, nil, app+"-a")
 	produceWords(t, b.Client(), in, 0)
 	w.waitTotal(t, streamsPhase, 120*time.Second, p)
 	inEnd := endOffsets(t, b, in)
