@@ -177,9 +177,12 @@ func produceWords(t testing.TB, cl *kgo.Client, topic string, phase int) {
 	}
 }
 
-func startStreamsApp(t testing.TB, addr, app, in, out, state string) *bgProc {
+// startStreamsApp starts StreamsCount and waits until it is RUNNING; extra
+// are more of its arguments (s.<config>=<value> sets a StreamsConfig).
+func startStreamsApp(t testing.TB, addr, app, in, out, state string, extra ...string) *bgProc {
 	t.Helper()
-	p := startJava(t, "384m", "StreamsCount", "bootstrap="+addr, "app="+app, "in="+in, "out="+out, "state="+state)
+	args := append([]string{"bootstrap=" + addr, "app=" + app, "in=" + in, "out=" + out, "state=" + state}, extra...)
+	p := startJava(t, "384m", "StreamsCount", args...)
 	p.WaitEvent(120*time.Second, "the Streams app to reach RUNNING", func(e JavaEvent) bool {
 		return e.Str("event") == "state" && e.Str("state") == "RUNNING"
 	})

@@ -3,6 +3,12 @@
 // Compiled at test time like TxnTool.java; not part of the product.
 //
 //   java -cp <classes>:<libs>/* StreamsCount bootstrap=host:port app=ID in=T out=T state=DIR
+//        [protocol=classic|streams] [s.<StreamsConfig key>=<value> ...]
+//
+// protocol=streams runs the app in a KIP-1071 streams group (the broker
+// assigns the tasks and creates the internal topics); the default is the
+// classic protocol. s.<key>=<value> sets any other StreamsConfig (for
+// example s.client.id=..., s.application.server=host:port).
 //
 // The topology re-keys every input record by its value (a word), which
 // makes Streams repartition through an internal topic, and counts per word
@@ -61,6 +67,7 @@ public final class StreamsCount {
         p.put(StreamsConfig.STATE_DIR_CONFIG, req(o, "state"));
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, "1");
+        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, o.getOrDefault("protocol", "classic"));
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, o.getOrDefault("rf", "1"));
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "200");
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
