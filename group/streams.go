@@ -675,12 +675,18 @@ func (s *shard) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		case initialDeadline != 0:
 			delayed = true
 			targetEpoch, target = max(1, g.assignmentEpoch), newTasksTuple()
-		case !configured.ready():
 		case now < g.assignmentTs+s.streamsAssignmentInterval(gid):
 			// canComputeNextTargetAssignment: the members keep the
 			// current target until the interval passed.
 		default:
-			trecs, all := s.streamsTargetRecords(g, configured, upd, replaced)
+			// A topology that is not ready (internal topics missing, a
+			// bad configuration) assigns no task, at the new epoch
+			// (maybeUpdateStreamsTargetAssignment has no readiness check).
+			forAssign := configured
+			if !configured.ready() {
+				forAssign = &configuredTopology{numTasks: map[string]int32{}, stateful: map[string]bool{}}
+			}
+			trecs, all := s.streamsTargetRecords(g, forAssign, upd, replaced)
 			recs = append(recs, trecs...)
 			recs = append(recs, streamsTargetMetadataRecord(gid, groupEpoch, now))
 			targetEpoch, target = groupEpoch, all[mid]

@@ -115,7 +115,7 @@ func validateTopology(t *kmsg.StreamsGroupHeartbeatRequestTopology) error {
 			}
 		}
 		if len(s.SourceTopics) == 0 && len(s.SourceTopicRegex) == 0 && len(s.RepartitionSourceTopics) == 0 {
-			return &msgError{err: kerr.StreamsInvalidTopology, msg: "Subtopology does not contain any source topics"}
+			return &msgError{err: kerr.StreamsInvalidTopology, msg: "No source topics found for subtopology " + s.SubtopologyID}
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ type taskID struct {
 // holders first. Not followed: Kafka ranks standby candidates by their
 // reported changelog offsets and places standbys rack-aware by client
 // tags.
-func stickyAssign(members []stAssignMember, numTasks map[string]int32, numStandby int) map[string]tasksTuple {
+func stickyAssign(members []stAssignMember, numTasks map[string]int32, stateful map[string]bool, numStandby int) map[string]tasksTuple {
 	out := map[string]tasksTuple{}
 	if len(members) == 0 {
 		return out
@@ -129,6 +129,9 @@ func stickyAssign(members []stAssignMember, numTasks map[string]int32, numStandb
 		procOf[m.id] = m.process
 	}
 	for _, t := range all {
+		if !stateful[t.sub] {
+			continue // a stateless task has no state to stand by for
+		}
 		used := map[string]bool{procOf[assigned[t]]: true}
 		for range numStandby {
 			pick := ""
@@ -168,7 +171,7 @@ func (s *shard) streamsTargetRecords(g *streamsGroup, c *configuredTopology, upd
 		add(m)
 	}
 	add(upd)
-	target := stickyAssign(members, c.numTasks, s.streamsNumStandby(g.id))
+	target := stickyAssign(members, c.numTasks, c.stateful, s.streamsNumStandby(g.id))
 	var recs []record
 	for _, id := range slices.Sorted(maps.Keys(target)) {
 		old, ok := g.target[id]

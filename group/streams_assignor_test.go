@@ -4,8 +4,9 @@ import "testing"
 
 func TestStickyAssign(t *testing.T) {
 	num := map[string]int32{"0": 3, "1": 3}
+	bothStateful := map[string]bool{"0": true, "1": true}
 	// Fresh: by partition then subtopology, to the least loaded process.
-	got := stickyAssign([]stAssignMember{{id: "a", process: "p1"}, {id: "b", process: "p2"}, {id: "c", process: "p3"}}, num, 0)
+	got := stickyAssign([]stAssignMember{{id: "a", process: "p1"}, {id: "b", process: "p2"}, {id: "c", process: "p3"}}, num, bothStateful, 0)
 	want := map[string]string{"a": "0-0,1-1", "b": "0-2,1-0", "c": "0-1,1-2"}
 	for id, w := range want {
 		if s := tasksString(got[id].active); s != w {
@@ -22,7 +23,7 @@ func TestStickyAssign(t *testing.T) {
 	}
 	sb := tasks{}
 	sb.add("0", 2)
-	got = stickyAssign([]stAssignMember{{id: "a", process: "p1", prevActive: prev}, {id: "b", process: "p2", prevStand: sb}, {id: "c", process: "p3"}}, num, 1)
+	got = stickyAssign([]stAssignMember{{id: "a", process: "p1", prevActive: prev}, {id: "b", process: "p2", prevStand: sb}, {id: "c", process: "p3"}}, num, bothStateful, 1)
 	if s := tasksString(got["a"].active); s != "0-0,0-1" {
 		t.Errorf("sticky: a active %s", s)
 	}
@@ -44,5 +45,19 @@ func TestStickyAssign(t *testing.T) {
 	}
 	if total != 6 {
 		t.Errorf("%d active tasks assigned, want 6", total)
+	}
+	// Only stateful subtopologies' tasks get standbys (TopologyMetadata.isStateful).
+	got = stickyAssign([]stAssignMember{{id: "a", process: "p1"}, {id: "b", process: "p2"}}, num, map[string]bool{"1": true}, 1)
+	standbys := 0
+	for id, a := range got {
+		for _, p := range []int32{0, 1, 2} {
+			if a.standby.has("0", p) {
+				t.Errorf("stateless task 0-%d has a standby on %s", p, id)
+			}
+		}
+		standbys += a.standby.size()
+	}
+	if standbys != 3 {
+		t.Errorf("%d standbys, want 3 (one per task of subtopology 1)", standbys)
 	}
 }

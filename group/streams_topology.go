@@ -118,6 +118,9 @@ type topicConfigErr struct {
 type configuredTopology struct {
 	epoch    int32
 	numTasks map[string]int32 // subtopology -> tasks
+	// stateful are the subtopologies with state changelog topics
+	// (TopologyMetadata.isStateful): only their tasks get standbys
+	stateful map[string]bool
 	// sourcePartitions is every source / repartition source topic of each
 	// subtopology (for IQ and offsets).
 	toCreate []topicInfo
@@ -129,7 +132,7 @@ func (c *configuredTopology) ready() bool { return c.err == nil && len(c.toCreat
 
 // configureTopics is InternalTopicManager.configureTopics.
 func configureTopics(img *metadatacache.Image, t *streamsTopology) *configuredTopology {
-	c := &configuredTopology{epoch: t.epoch, numTasks: map[string]int32{}}
+	c := &configuredTopology{epoch: t.epoch, numTasks: map[string]int32{}, stateful: map[string]bool{}}
 	parts := func(name string) (int32, bool) {
 		if ti := img.TopicByName(name); ti != nil {
 			return int32(len(ti.Partitions)), true
@@ -261,6 +264,7 @@ func configureTopics(img *metadatacache.Image, t *streamsTopology) *configuredTo
 	for _, s := range t.subs {
 		n, _ := subPartitions(&s)
 		c.numTasks[s.id] = n
+		c.stateful[s.id] = len(s.changelogs) > 0
 		for _, r := range s.repartitionSources {
 			ti := r
 			ti.partitions = repart[r.name]

@@ -3,7 +3,7 @@ package group
 // Transcript commands for streams groups (KIP-1071). Member ids are made
 // up by the client, so a member alias is its member id.
 //
-//	st-heartbeat g member=A epoch=0|cur|n [process=p] [topology=simple|repart] [owned=0-0,1-2|-] [instance=i] [shutdown]
+//	st-heartbeat g member=A epoch=0|cur|n [process=p] [topology=simple|repart|stateful] [owned=0-0,1-2|-] [instance=i] [shutdown]
 //	    owned: the member's active tasks (subtopology-partition); absent: unchanged (null)
 //	st-leave g member=A [epoch=-1|-2] [instance=i]
 //	st-describe g
@@ -46,6 +46,9 @@ func transcriptTopology(name string) *kmsg.StreamsGroupHeartbeatRequestTopology 
 			{SubtopologyID: "1", RepartitionSourceTopics: []kmsg.TopicInfo{{Topic: "app-rep"}},
 				StateChangelogTopics: []kmsg.TopicInfo{{Topic: "app-cl", Configs: []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "compact"}}}}},
 		}
+	case "stateful":
+		t.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"},
+			StateChangelogTopics: []kmsg.TopicInfo{{Topic: "app-cl"}}}}
 	case "missing":
 		t.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"nope"}}}
 	default:
