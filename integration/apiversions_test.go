@@ -82,8 +82,7 @@ type featureDiff struct {
 	Name, Kafka, Kgo, Why string
 }
 
-var featureDiffs = []featureDiff{
-}
+var featureDiffs = []featureDiff{}
 
 // answerDiff is an API whose answer differs: the error code each side gives.
 type answerDiff struct {

@@ -82,7 +82,7 @@ type ClusterOptions struct {
 	// start, kgo-broker nodes as usual (FormatArgs or the auto-format).
 	Kind func(id int32) nodeKind
 	// KafkaFormatArgs are added to the Kafka nodes' format command line
-	// (--feature share.version=0, say).
+	// (--feature share.version=1, say; Kafka's defaults when empty).
 	KafkaFormatArgs []string
 	// KafkaHeap is KAFKA_HEAP_OPTS for Apache Kafka nodes (-Xmx256M -Xms64M
 	// when empty).

@@ -59,14 +59,13 @@ func (n *mixedNode) dirID(t *testing.T) string {
 }
 
 // formatDynamic formats a node with kgo-broker format or, for a Kafka node,
-// kafka-storage.sh format (with the features kgo-broker does not implement
-// at 0) and flag (--standalone, --no-initial-controllers).
+// kafka-storage.sh format (at Kafka's default features) and flag
+// (--standalone, --no-initial-controllers).
 func formatDynamic(t *testing.T, c *mixedCluster, n *mixedNode, flag string) {
 	t.Helper()
 	bin, args := brokerBin, []string{"format", "-t", c.clusterID, "-c", n.props, flag}
 	if n.Kind == kindKafka {
 		bin = kafkaReference()
-		args = append(args, "--feature", "share.version=0", "--feature", "streams.version=0")
 	}
 	if r := RunCommand(t, RunOpts{Hermetic: true}, bin, args...); r.ExitCode != 0 {
 		t.Fatalf("format %s node %d %s:\n%s", n.Kind, n.ID, flag, r)
@@ -443,7 +442,6 @@ func formatWith(t *testing.T, c *mixedCluster, n *mixedNode, flag, value string)
 	bin, args := brokerBin, []string{"format", "-t", c.clusterID, "-c", n.props, flag, value}
 	if n.Kind == kindKafka {
 		bin = kafkaReference()
-		args = append(args, "--feature", "share.version=0", "--feature", "streams.version=0")
 	}
 	if r := RunCommand(t, RunOpts{Hermetic: true}, bin, args...); r.ExitCode != 0 {
 		t.Fatalf("format %s node %d %s %s:\n%s", n.Kind, n.ID, flag, value, r)

@@ -204,12 +204,11 @@ func TestFeaturesCluster(t *testing.T) {
 }
 
 // TestMixedKafkaControllerKgoBroker runs a kgo-broker broker under an Apache
-// Kafka 4.4 controller formatted at 4.4-IV2 with the features kgo-broker
-// does not implement left at 0: the broker decodes what Kafka's controller
-// writes (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3, ...),
-// registers with the ranges it supports, gets unfenced and serves a topic;
-// the Kafka controller accepts share.version 2, which the kgo-broker broker
-// supports (0-2).
+// Kafka 4.4 controller formatted by kafka-storage.sh at its defaults
+// (4.4-IV2, share.version 2, streams.version 1): the broker decodes what
+// Kafka's controller writes (RegisterBrokerRecord v4,
+// BrokerRegistrationChangeRecord v3, ...), registers with the ranges it
+// supports, gets unfenced and serves a topic.
 func TestMixedKafkaControllerKgoBroker(t *testing.T) {
 	t.Parallel()
 	requireKafkaTools(t)
@@ -232,8 +231,7 @@ log.dirs=%s
 		t.Fatal(err)
 	}
 	ref := filepath.Join(repoRoot, "integration", "testdata", "kafka-reference-broker")
-	if r := RunCommand(t, RunOpts{Hermetic: true}, ref, "format", "-t", clusterID, "-c", ctlProps,
-		"--feature", "share.version=0", "--feature", "streams.version=0"); r.ExitCode != 0 {
+	if r := RunCommand(t, RunOpts{Hermetic: true}, ref, "format", "-t", clusterID, "-c", ctlProps); r.ExitCode != 0 {
 		t.Fatalf("kafka-storage.sh format:\n%s", r)
 	}
 	ctl := exec.Command(ref, ctlProps)
@@ -308,9 +306,12 @@ offsets.topic.replication.factor=1
 	if got := consumeAll(t, b, "mixed", 3, 30*time.Second); len(got) != 3 {
 		t.Fatalf("consumed %d", len(got))
 	}
-	r := features(t, b, "upgrade", "--feature", "share.version=2")
-	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "share.version was upgraded to 2.") {
-		t.Fatalf("share.version upgrade:\n%s", r)
+	// Kafka's defaults are finalized, and the kgo-broker broker supports them.
+	feats := describeFeatures(t, b)
+	for name, want := range map[string]string{"share.version": "2", "streams.version": "1", "eligible.leader.replicas.version": "1"} {
+		if f := feats[name]; f["FinalizedVersionLevel"] != want || f["SupportedMaxVersion"] != want {
+			t.Errorf("%s: %v, want finalized and supported up to %s", name, f, want)
+		}
 	}
 }
 

@@ -6,8 +6,8 @@ package integration
 // through testdata/kafka-reference-broker) and kgo-broker nodes in one
 // cluster, each node a real process with its own role: controller or broker.
 // Kafka's controllers are formatted at Kafka 4.4's defaults (eligible
-// leader replicas on) except share.version and streams.version, at 0 (a
-// kgo-broker node needs streams.version 0 to join; docs/STATUS.md).
+// leader replicas on, share.version 2, streams.version 1), which kgo-broker
+// nodes support.
 
 import (
 	"context"
@@ -129,9 +129,6 @@ func startMixed(t *testing.T, specs ...mixedSpec) *mixedCluster {
 		}
 		if n.Kind == kindKafka {
 			args := []string{"format", "-t", c.clusterID, "-c", n.props}
-			if n.Controller {
-				args = append(args, "--feature", "share.version=0", "--feature", "streams.version=0")
-			}
 			if r := RunCommand(t, RunOpts{Hermetic: true}, kafkaReference(), args...); r.ExitCode != 0 {
 				t.Fatalf("kafka-storage.sh format node %d:\n%s", n.ID, r)
 			}

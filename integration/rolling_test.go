@@ -74,11 +74,10 @@ func TestRollingReplacement(t *testing.T) {
 	}
 	start := time.Now()
 	c := StartCluster(t, ClusterOptions{
-		Combined:        3,
-		Kind:            func(int32) nodeKind { return kindKafka },
-		KafkaFormatArgs: []string{"--feature", "share.version=0", "--feature", "streams.version=0"},
-		Overrides:       rollingOverrides(),
-		NoWait:          true,
+		Combined:  3,
+		Kind:      func(int32) nodeKind { return kindKafka },
+		Overrides: rollingOverrides(),
+		NoWait:    true,
 	})
 	for _, n := range c.Nodes {
 		c.WaitNodeReady(n, 3*readyTimeout()) // three JVMs starting at once
@@ -108,10 +107,9 @@ func TestRollingRestart(t *testing.T) {
 	requireKafkaTools(t)
 	start := time.Now()
 	c := StartCluster(t, ClusterOptions{
-		Combined:        3,
-		KafkaFormatArgs: []string{"--feature", "share.version=0", "--feature", "streams.version=0"},
-		Overrides:       rollingOverrides(),
-		NoWait:          true,
+		Combined:  3,
+		Overrides: rollingOverrides(),
+		NoWait:    true,
 	})
 	for _, n := range c.Nodes {
 		c.WaitNodeReady(n, 3*readyTimeout())
