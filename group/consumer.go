@@ -118,25 +118,37 @@ func (g *consumerGroup) isSubscribedToTopic(topic string) bool {
 // The returned check is per partition (nil: none). txn is set for
 // TxnOffsetCommit, whose pre-KIP-447 form (no member, epoch -1) is
 // accepted as is and which has no minimum version.
-func (g *consumerGroup) validateOffsetCommit(memberID string, instanceID *string, epoch int32, version int16, txn bool) (func(id [16]byte, p int32) error, error) {
-	if epoch < 0 && len(g.members) == 0 {
-		return nil, nil
-	}
-	if txn && epoch == -1 && memberID == "" && instanceID == nil {
-		return nil, nil
-	}
-	m := g.members[memberID]
-	if m == nil {
-		return nil, kerr.UnknownMemberID
-	}
-	if !txn && version < 9 {
-		return nil, kerr.UnsupportedVersion
-	}
+// checkMemberCommit is the part of a KIP-848 or streams group's
+// validateOffsetCommit before the per-partition check (ConsumerGroup and
+// StreamsGroup.validateOffsetCommit): done (err nil) accepts the commit as
+// it is; an error refuses it; neither leaves an older epoch to check
+// partition by partition. memberEpoch is nil for an unknown member.
+func checkMemberCommit(members int, memberEpoch *int32, memberID string, instanceID *string, epoch int32, version int16, txn bool) (done bool, err error) {
 	switch {
-	case epoch == m.epoch:
-		return nil, nil
-	case epoch > m.epoch:
-		return nil, kerr.StaleMemberEpoch
+	case epoch < 0 && members == 0:
+		return true, nil
+	case txn && epoch == -1 && memberID == "" && instanceID == nil:
+		return true, nil
+	case memberEpoch == nil:
+		return false, kerr.UnknownMemberID
+	case !txn && version < 9:
+		return false, kerr.UnsupportedVersion
+	case epoch == *memberEpoch:
+		return true, nil
+	case epoch > *memberEpoch:
+		return false, kerr.StaleMemberEpoch
+	}
+	return false, nil
+}
+
+func (g *consumerGroup) validateOffsetCommit(memberID string, instanceID *string, epoch int32, version int16, txn bool) (func(id [16]byte, p int32) error, error) {
+	m := g.members[memberID]
+	var memberEpoch *int32
+	if m != nil {
+		memberEpoch = &m.epoch
+	}
+	if done, err := checkMemberCommit(len(g.members), memberEpoch, memberID, instanceID, epoch, version, txn); done || err != nil {
+		return nil, err
 	}
 	return func(id [16]byte, p int32) error {
 		x := tp{id, p}

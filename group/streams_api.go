@@ -144,24 +144,13 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 // later epoch than the request's is STALE_MEMBER_EPOCH (the assignment
 // epochs of the current assignment).
 func (g *streamsGroup) validateOffsetCommit(memberID string, instanceID *string, epoch int32, version int16, txn bool) (func(topic string, p int32) error, error) {
-	if epoch < 0 && len(g.members) == 0 {
-		return nil, nil
-	}
-	if txn && epoch == -1 && memberID == "" && instanceID == nil {
-		return nil, nil
-	}
 	m := g.members[memberID]
-	if m == nil {
-		return nil, kerr.UnknownMemberID
+	var memberEpoch *int32
+	if m != nil {
+		memberEpoch = &m.epoch
 	}
-	if !txn && version < 9 {
-		return nil, kerr.UnsupportedVersion
-	}
-	switch {
-	case epoch == m.epoch:
-		return nil, nil
-	case epoch > m.epoch:
-		return nil, kerr.StaleMemberEpoch
+	if done, err := checkMemberCommit(len(g.members), memberEpoch, memberID, instanceID, epoch, version, txn); done || err != nil {
+		return nil, err
 	}
 	subsOf := g.topicSubtopologies()
 	return func(topic string, p int32) error {
