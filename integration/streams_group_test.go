@@ -300,24 +300,7 @@ func TestStreamsGroupRestart(t *testing.T) {
 
 	// Phase 2 trickles in (25 records every 50 ms), so that b dies with
 	// records in flight (an open transaction, uncommitted offsets).
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; i < streamsPhase; i += 25 {
-			<-tick.C
-			var recs []*kgo.Record
-			for j := i; j < i+25; j++ {
-				n := streamsPhase + j
-				recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprintf("r%d", n)), Value: []byte(fmt.Sprintf("w%02d", n%streamsWords))})
-			}
-			if err := pcl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-				t.Errorf("producing phase 1 of the input: %v", err)
-				return
-			}
-		}
-	}()
+	produced := trickleWords(t, pcl, in)
 	w.waitTotal(t, streamsPhase+200, 120*time.Second, pa)
 	pb.Kill()
 	killed := time.Now()

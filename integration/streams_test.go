@@ -165,6 +165,31 @@ func summarize(s []int64) string {
 }
 
 // produceWords writes phase's input records: key r<i>, value w<i mod words>.
+// trickleWords writes the second phase of the input, 25 records every 50
+// ms, so that a crash comes while the app has records in flight; the
+// channel closes when it is written.
+func trickleWords(t testing.TB, pcl *kgo.Client, in string) <-chan struct{} {
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; i < streamsPhase; i += 25 {
+			<-tick.C
+			var recs []*kgo.Record
+			for j := i; j < i+25; j++ {
+				n := streamsPhase + j
+				recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprintf("r%d", n)), Value: []byte(fmt.Sprintf("w%02d", n%streamsWords))})
+			}
+			if err := pcl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+				t.Errorf("producing phase 1 of the input: %v", err)
+				return
+			}
+		}
+	}()
+	return produced
+}
+
 func produceWords(t testing.TB, cl *kgo.Client, topic string, phase int) {
 	t.Helper()
 	recs := make([]*kgo.Record, streamsPhase)
@@ -211,24 +236,7 @@ func streamsExactlyOnce(t *testing.T, crash string) {
 
 	// Phase 2 trickles in (25 records every 50ms, about 2s), so that the
 	// crash comes while the app has records in flight.
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; i < streamsPhase; i += 25 {
-			<-tick.C
-			var recs []*kgo.Record
-			for j := i; j < i+25; j++ {
-				n := streamsPhase + j
-				recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprintf("r%d", n)), Value: []byte(fmt.Sprintf("w%02d", n%streamsWords))})
-			}
-			if err := pcl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-				t.Errorf("producing phase 1 of the input: %v", err)
-				return
-			}
-		}
-	}()
+	produced := trickleWords(t, pcl, in)
 	w.waitTotal(t, streamsPhase+200, 120*time.Second, p)
 	switch crash {
 	case "app":
