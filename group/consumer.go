@@ -162,21 +162,33 @@ func (g *consumerGroup) validateOffsetCommit(memberID string, instanceID *string
 	}, nil
 }
 
-func (g *consumerGroup) validateOffsetFetch(memberID *string, epoch int32) error {
+// checkMemberFetch is a KIP-848 or streams group's validateOffsetFetch: a
+// fetch without member and epoch is anyone's; with them the member must
+// exist (UNKNOWN_MEMBER_ID) at that epoch (STALE_MEMBER_EPOCH).
+func checkMemberFetch(memberID *string, epoch int32, memberEpoch func(string) (int32, bool)) error {
 	if memberID == nil && epoch < 0 {
 		return nil
 	}
 	if memberID == nil {
 		return kerr.UnknownMemberID
 	}
-	m := g.members[*memberID]
-	if m == nil {
+	e, ok := memberEpoch(*memberID)
+	if !ok {
 		return kerr.UnknownMemberID
 	}
-	if epoch != m.epoch {
+	if epoch != e {
 		return kerr.StaleMemberEpoch
 	}
 	return nil
+}
+
+func (g *consumerGroup) validateOffsetFetch(memberID *string, epoch int32) error {
+	return checkMemberFetch(memberID, epoch, func(id string) (int32, bool) {
+		if m := g.members[id]; m != nil {
+			return m.epoch, true
+		}
+		return 0, false
+	})
 }
 
 // ---- replay ----

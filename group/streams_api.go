@@ -182,20 +182,12 @@ func (g *streamsGroup) topicSubtopologies() map[string][]string {
 }
 
 func (g *streamsGroup) validateOffsetFetch(memberID *string, epoch int32) error {
-	if memberID == nil && epoch < 0 {
-		return nil
-	}
-	if memberID == nil {
-		return kerr.UnknownMemberID
-	}
-	m := g.members[*memberID]
-	if m == nil {
-		return kerr.UnknownMemberID
-	}
-	if epoch != m.epoch {
-		return kerr.StaleMemberEpoch
-	}
-	return nil
+	return checkMemberFetch(memberID, epoch, func(id string) (int32, bool) {
+		if m := g.members[id]; m != nil {
+			return m.epoch, true
+		}
+		return 0, false
+	})
 }
 
 // isSubscribedToTopic is StreamsGroup.isSubscribedToTopic: a topic of its
